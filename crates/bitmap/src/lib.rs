@@ -1,0 +1,1 @@
+//! Bitmap engine: Roaring containers in a serialized little-endian form. See docs/architecture.md.

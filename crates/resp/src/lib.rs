@@ -1,0 +1,6 @@
+//! RESP2/RESP3 wire format, shared by the server and the load generator.
+//!
+//! Server side: [`request`] parses requests (multibulk and inline) with
+//! Redis's limits, [`reply`] encodes replies for protocol 2 or 3, [`args`]
+//! is a cursor over a request's arguments. Client side: [`frame`] decodes
+//! any reply, [`command`] encodes requests.

@@ -1,0 +1,1 @@
+//! The roaringd server library.

@@ -1,0 +1,1 @@
+//! Key layout and data-type semantics on the embedded LSM store.

@@ -1,0 +1,1 @@
+//! Shared test helpers: spawn a server, temp dirs, models.
