@@ -4,3 +4,6 @@
 //! Redis's limits, [`reply`] encodes replies for protocol 2 or 3, [`args`]
 //! is a cursor over a request's arguments. Client side: [`frame`] decodes
 //! any reply, [`command`] encodes requests.
+pub mod client;
+pub mod command;
+pub mod frame;
