@@ -137,6 +137,7 @@ NORMALISATIONS = {
     "HKEYS": sort_elements,
     "HVALS": sort_elements,
     "HGETALL": sort_pairs,
+    "CONFIG GET": sort_pairs,     # Redis answers in its dict order
     # Random by definition: shape and counts only (membership is checked
     # separately against each server's own contents).
     "SPOP": random_members,
