@@ -1,0 +1,310 @@
+"""Durability: clean restart (SHUTDOWN, SIGTERM) and crash (kill -9 under load,
+--appendfsync always): every acknowledged write survives.
+
+These run against the roaringd side only (with ROARINGD_TEST_AGAINST_REDIS=1, a
+redis-server with appendonly yes stands in for it)."""
+
+import random
+import signal
+import threading
+import time
+
+import pytest
+
+from resp_client import ConnectionClosed, Err, Map, RSet, RespClient, Status
+
+BIN_KEY = b"\x00bin\xff"
+
+
+def write_dataset(c):
+    assert c.call("SET", "str", "hello") == Status(b"OK")
+    c.call("SET", BIN_KEY, bytes(range(256)))
+    c.call("SET", "num", "41")
+    c.call("INCR", "num")
+    c.call("SADD", "set", "a", "b", b"\xff")
+    c.call("SADD", "bigset", *[str(i) for i in range(5000)])
+    c.call("HSET", "hash", "f1", "v1", "f2", b"\x00")
+    c.call("SET", "ttl_long", "x", "EX", "1000")
+    c.call("SET", "ttl_short", "x", "PX", "1500")
+    c.call("SADD", "set_ttl", "m")
+    c.call("EXPIRE", "set_ttl", "1000")
+    c.call("SET", "deleted", "x")
+    c.call("DEL", "deleted")
+    c.call("SET", "overwritten", "old")
+    c.call("SADD", "overwritten2", "old")
+    c.call("SET", "overwritten2", "new")
+    c.call("SET", "overwritten", "new")
+    c.call("SELECT", "5")
+    c.call("SET", "db5key", "v5")
+    c.call("SELECT", "0")
+    c.call("MULTI")
+    c.call("SET", "tx1", "1")
+    c.call("SADD", "tx2", "x")
+    c.call("EXEC")
+
+
+def _members(c, k):
+    r = c.call("SMEMBERS", k)
+    return set(r.items if isinstance(r, RSet) else r)
+
+
+def check_dataset(c, short_expired=False):
+    assert c.call("GET", "str") == b"hello"
+    assert c.call("GET", BIN_KEY) == bytes(range(256))
+    assert c.call("GET", "num") == b"42"
+    assert _members(c, "set") == {b"a", b"b", b"\xff"}
+    assert c.call("SCARD", "bigset") == 5000 and c.call("SISMEMBER", "bigset", "4999") == 1
+    h = c.call("HGETALL", "hash")
+    assert dict(zip(h[0::2], h[1::2])) == {b"f1": b"v1", b"f2": b"\x00"}
+    assert 0 < c.call("TTL", "ttl_long") <= 1000
+    assert 0 < c.call("TTL", "set_ttl") <= 1000
+    assert c.call("EXISTS", "deleted") == 0
+    assert c.call("GET", "overwritten") == b"new" and c.call("GET", "overwritten2") == b"new"
+    assert c.call("TYPE", "overwritten2") == Status(b"string")
+    assert c.call("GET", "tx1") == b"1" and _members(c, "tx2") == {b"x"}
+    if short_expired:
+        assert c.call("EXISTS", "ttl_short") == 0
+    c.call("SELECT", "5")
+    assert c.call("GET", "db5key") == b"v5"
+    c.call("SELECT", "0")
+
+
+def _wait_exit(srv):
+    rc = srv.wait_exit(30)
+    assert rc is not None, f"{srv.kind} did not exit:\n{srv.log_tail()}"
+    srv.proc = None
+    return rc
+
+
+def test_restart_after_shutdown(roaringd_server):
+    srv = roaringd_server().start()
+    c = srv.client()
+    write_dataset(c)
+    try:
+        c.send_raw(b"*1\r\n$8\r\nSHUTDOWN\r\n")
+        data = c.read_until_close(timeout=30)
+        assert data == b"", f"SHUTDOWN replied {data!r}"
+    finally:
+        c.close()
+    _wait_exit(srv)
+    srv.start()
+    c = srv.client()
+    check_dataset(c)
+    assert c.call("DBSIZE") in (13, 12)  # ttl_short may have expired by now
+    c.close()
+
+
+def test_restart_after_sigterm(roaringd_server):
+    srv = roaringd_server().start()
+    c = srv.client()
+    write_dataset(c)
+    c.close()
+    srv.proc.send_signal(signal.SIGTERM)
+    _wait_exit(srv)
+    srv.start()
+    c = srv.client()
+    check_dataset(c)
+    c.close()
+
+
+def test_expiry_survives_restart(roaringd_server):
+    srv = roaringd_server().start()
+    c = srv.client()
+    write_dataset(c)
+    c.close()
+    srv.restart()
+    c = srv.client()
+    # the short TTL keeps running across the restart: it is gone soon after
+    deadline = time.monotonic() + 30
+    while c.call("EXISTS", "ttl_short"):
+        assert time.monotonic() < deadline, "ttl_short never expired after restart"
+        time.sleep(0.05)
+    check_dataset(c, short_expired=True)
+    assert 900 < c.call("TTL", "ttl_long") <= 1000
+    c.close()
+    # an expired key is not resurrected by another restart
+    srv.restart()
+    c = srv.client()
+    assert c.call("EXISTS", "ttl_short") == 0 and c.call("GET", "ttl_short") is None
+    check_dataset(c, short_expired=True)
+    c.close()
+
+
+def test_restart_after_flushall_and_rename(roaringd_server):
+    srv = roaringd_server().start()
+    c = srv.client()
+    write_dataset(c)
+    c.call("FLUSHALL")
+    c.call("SADD", "s", "1", "2")
+    c.call("RENAME", "s", "t")
+    c.call("HSET", "h", "f", "v")
+    c.call("HDEL", "h", "f")
+    c.close()
+    srv.restart()
+    c = srv.client()
+    assert sorted(c.call("KEYS", "*")) == [b"t"] and _members(c, "t") == {b"1", b"2"}
+    c.call("SELECT", "5")
+    assert c.call("DBSIZE") == 0
+    c.close()
+
+
+def test_save_then_kill(roaringd_server):
+    """SAVE makes everything written so far durable, whatever appendfsync says."""
+    srv = roaringd_server(["--appendfsync", "no"]).start()
+    c = srv.client()
+    write_dataset(c)
+    assert c.call("SAVE") == Status(b"OK")
+    c.close()
+    srv.kill()
+    srv.start()
+    c = srv.client()
+    check_dataset(c)
+    c.close()
+
+
+class Writer(threading.Thread):
+    """Writes until its connection breaks, recording what was acknowledged."""
+
+    def __init__(self, port, tid):
+        super().__init__(daemon=True)
+        self.port, self.tid = port, tid
+        self.acked_set = {}
+        self.acked_sadd = set()
+        self.acked_hset = {}
+        self.acked_incr = 0
+        self.sent_incr = 0
+        self.acked_tx = set()
+        self.error = None
+        self.stop = False
+
+    def run(self):
+        rnd = random.Random(self.tid)
+        try:
+            c = RespClient(self.port, timeout=30)
+        except OSError as e:
+            self.error = e
+            return
+        t = self.tid
+        i = 0
+        try:
+            while not self.stop:
+                i += 1
+                op = i % 5
+                if op == 0:
+                    k, v = f"w{t}:s:{i}".encode(), f"val{i}-{rnd.random()}".encode()
+                    r = c.call("SET", k, v)
+                    assert r == Status(b"OK"), r
+                    self.acked_set[k] = v
+                elif op == 1:
+                    r = c.call("SADD", f"w{t}:set", str(i))
+                    assert r == 1, r
+                    self.acked_sadd.add(str(i).encode())
+                elif op == 2:
+                    r = c.call("HSET", f"w{t}:hash", f"f{i}", f"v{i}")
+                    assert r == 1, r
+                    self.acked_hset[f"f{i}".encode()] = f"v{i}".encode()
+                elif op == 3:
+                    self.sent_incr += 1
+                    r = c.call("INCR", f"w{t}:ctr")
+                    assert r == self.sent_incr, (r, self.sent_incr)
+                    self.acked_incr = r
+                else:
+                    c.send_raw(b"".join(__import__("resp_client").encode_command(*x) for x in
+                                        [("MULTI",), ("SET", f"w{t}:txa:{i}", "1"), ("SET", f"w{t}:txb:{i}", "1"),
+                                         ("EXEC",)]))
+                    replies = [c.read_reply() for _ in range(4)]
+                    assert replies[3] == [Status(b"OK"), Status(b"OK")], replies
+                    self.acked_tx.add(i)
+        except (ConnectionClosed, OSError, ValueError):
+            pass
+        except AssertionError as e:
+            self.error = e
+        finally:
+            c.close()
+
+
+def verify_writers(c, writers):
+    lost = []
+    for w in writers:
+        assert w.error is None, f"writer {w.tid}: {w.error!r}"
+        t = w.tid
+        if w.acked_set:
+            keys = list(w.acked_set)
+            vals = c.call("MGET", *keys)
+            lost += [(k, "SET") for k, v in zip(keys, vals) if v != w.acked_set[k]]
+        m = _members(c, f"w{t}:set")
+        lost += [(f"w{t}:set", x) for x in w.acked_sadd - m]
+        h = c.call("HGETALL", f"w{t}:hash")
+        h = dict(h.items) if isinstance(h, Map) else dict(zip(h[0::2], h[1::2]))
+        lost += [(f"w{t}:hash", f) for f, v in w.acked_hset.items() if h.get(f) != v]
+        ctr = int(c.call("GET", f"w{t}:ctr") or 0)
+        assert w.acked_incr <= ctr <= w.sent_incr, (t, w.acked_incr, ctr, w.sent_incr)
+        txa = {int(k.rsplit(b":", 1)[1]) for k in c.call("KEYS", f"w{t}:txa:*")}
+        txb = {int(k.rsplit(b":", 1)[1]) for k in c.call("KEYS", f"w{t}:txb:*")}
+        assert txa == txb, f"writer {t}: half-applied transactions {sorted(txa ^ txb)[:10]}"
+        lost += [("tx", i) for i in w.acked_tx - txa]
+    assert not lost, f"{len(lost)} acknowledged writes lost after kill -9, e.g. {lost[:10]}"
+
+
+@pytest.mark.parametrize("rounds", [2])
+def test_crash_under_load(roaringd_server, rounds):
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    all_writers = []
+    for rnd in range(rounds):
+        writers = [Writer(srv.port, rnd * 10 + t) for t in range(4)]
+        for w in writers:
+            w.start()
+        # let the load run until each writer has some acknowledged writes (bounded wait)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all(len(w.acked_sadd) >= 20 for w in writers):
+            if any(not w.is_alive() for w in writers):
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        srv.kill()
+        for w in writers:
+            w.join(30)
+        assert all(len(w.acked_sadd) > 0 for w in writers), [w.error for w in writers]
+        all_writers += writers
+        srv.start()
+        c = srv.client()
+        verify_writers(c, all_writers)
+        c.close()
+
+
+def test_crash_during_large_batches(roaringd_server):
+    """Large SADDs/MSETs acknowledged before the kill survive; none is half-applied."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    acked = []
+    stop = threading.Event()
+
+    def load():
+        c = srv.client()
+        i = 0
+        try:
+            while not stop.is_set():
+                r = c.call("SADD", f"big{i}", *[str(x) for x in range(2000)])
+                assert r == 2000
+                acked.append(i)
+                i += 1
+        except (ConnectionClosed, OSError):
+            pass
+        finally:
+            c.close()
+
+    t = threading.Thread(target=load, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 30
+    while len(acked) < 5 and time.monotonic() < deadline and t.is_alive():
+        time.sleep(0.02)
+    srv.kill()
+    stop.set()
+    t.join(30)
+    assert acked
+    srv.start()
+    c = srv.client()
+    for i in acked:
+        assert c.call("SCARD", f"big{i}") == 2000, i
+    nxt = c.call("SCARD", f"big{acked[-1] + 1}")
+    assert nxt in (0, 2000), f"half-applied SADD: {nxt} members"
+    c.close()
