@@ -1,1 +1,26 @@
-//! The roaringd server library.
+//! The roaringd server library: configuration, listener, connections,
+//! dispatch through one command table, and the command families.
+//!
+//! Request path: `listener` accepts → `connection` reads and parses every
+//! complete request → `dispatch` resolves the row, checks arity/auth/MULTI,
+//! opens the store `Txn`, runs the handler, commits → the `Reply` is encoded
+//! into the connection's output buffer → one write per read.
+
+pub mod client;
+pub mod command_table;
+pub mod commands;
+pub mod config;
+pub mod ctx;
+pub mod dispatch;
+pub mod error;
+pub mod glob;
+pub mod reply;
+pub mod slowlog;
+pub mod state;
+pub mod transaction;
+pub mod watch;
+
+pub use command_table::{AclCat, CommandSpec, Flag, Handler, KeySpec};
+pub use ctx::Ctx;
+pub use error::CommandError;
+pub use reply::Reply;

@@ -1,0 +1,146 @@
+//! Per-connection state: `Client` (owned by the connection task) and
+//! `ClientInfo` (the part other connections see through CLIENT LIST/KILL/INFO).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use roaringd_resp::Protocol;
+use tokio::sync::Notify;
+
+use crate::transaction::MultiState;
+use crate::watch::WatchSet;
+
+/// State owned by one connection.
+#[derive(Debug)]
+pub struct Client {
+    /// Unique id (CLIENT ID), never reused.
+    pub id: u64,
+    /// Selected database.
+    pub db: u16,
+    /// Negotiated protocol (HELLO).
+    pub protocol: Protocol,
+    /// True once AUTH/HELLO AUTH succeeded, or when no password is set.
+    pub authenticated: bool,
+    /// Commands queued since MULTI; `None` outside a transaction.
+    pub multi: Option<MultiState>,
+    /// Keys this client WATCHes and the flag that says one was touched.
+    pub watch: WatchSet,
+    /// Close the connection once the pending replies are written (QUIT,
+    /// protocol error, CLIENT KILL of self).
+    pub close_after_reply: bool,
+    /// What CLIENT LIST shows about this client.
+    pub info: Arc<ClientInfo>,
+}
+
+impl Client {
+    /// A fresh client (database 0, RESP2).
+    pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> Self {
+        Client {
+            id: info.id,
+            db: 0,
+            protocol: Protocol::Resp2,
+            authenticated,
+            multi: None,
+            watch: WatchSet::default(),
+            close_after_reply: false,
+            info,
+        }
+    }
+}
+
+/// The shared, observable part of a client.
+#[derive(Debug)]
+pub struct ClientInfo {
+    /// Unique id.
+    pub id: u64,
+    /// Peer address.
+    pub addr: SocketAddr,
+    /// Local address.
+    pub laddr: SocketAddr,
+    /// Creation time, ms since the epoch.
+    pub created_ms: u64,
+    /// Last command time, ms since the epoch.
+    pub last_interaction_ms: AtomicU64,
+    /// Name set by CLIENT SETNAME / HELLO SETNAME (empty = none).
+    pub name: Mutex<Vec<u8>>,
+    /// CLIENT SETINFO lib-name.
+    pub lib_name: Mutex<Vec<u8>>,
+    /// CLIENT SETINFO lib-ver.
+    pub lib_ver: Mutex<Vec<u8>>,
+    /// Full name of the last command (`client|list`).
+    pub last_cmd: Mutex<&'static str>,
+    /// Selected database (mirrors `Client::db`).
+    pub db: AtomicU32,
+    /// Protocol number (2 or 3).
+    pub resp: AtomicU8,
+    /// Queued commands in MULTI, or -1 outside MULTI.
+    pub multi: AtomicI64,
+    /// Bytes in the query buffer (approximate, for CLIENT LIST).
+    pub qbuf: AtomicU64,
+    /// Set by CLIENT KILL; the connection closes when it sees it.
+    pub killed: AtomicBool,
+    /// Wakes the connection when `killed` is set.
+    pub kill_notify: Notify,
+}
+
+impl ClientInfo {
+    /// Info for a new connection.
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64) -> Self {
+        ClientInfo {
+            id,
+            addr,
+            laddr,
+            created_ms: now_ms,
+            last_interaction_ms: AtomicU64::new(now_ms),
+            name: Mutex::new(Vec::new()),
+            lib_name: Mutex::new(Vec::new()),
+            lib_ver: Mutex::new(Vec::new()),
+            last_cmd: Mutex::new("NULL"),
+            db: AtomicU32::new(0),
+            resp: AtomicU8::new(2),
+            multi: AtomicI64::new(-1),
+            qbuf: AtomicU64::new(0),
+            killed: AtomicBool::new(false),
+            kill_notify: Notify::new(),
+        }
+    }
+
+    /// Asks the connection to close.
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.kill_notify.notify_one();
+    }
+
+    /// One CLIENT LIST / CLIENT INFO line (without the trailing newline),
+    /// in Redis 7's field order.
+    pub fn describe(&self, now_ms: u64) -> String {
+        let name = self.name.lock().clone();
+        let lib_name = self.lib_name.lock().clone();
+        let lib_ver = self.lib_ver.lock().clone();
+        let multi = self.multi.load(Ordering::Relaxed);
+        let flags = if multi >= 0 { "x" } else { "N" };
+        let qbuf = self.qbuf.load(Ordering::Relaxed);
+        format!(
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            self.id + 7,
+            String::from_utf8_lossy(&name),
+            now_ms.saturating_sub(self.created_ms) / 1000,
+            now_ms.saturating_sub(self.last_interaction_ms.load(Ordering::Relaxed)) / 1000,
+            flags,
+            self.db.load(Ordering::Relaxed),
+            multi,
+            qbuf,
+            16384u64.saturating_sub(qbuf),
+            16384 + qbuf,
+            self.last_cmd.lock(),
+            self.resp.load(Ordering::Relaxed),
+            String::from_utf8_lossy(&lib_name),
+            String::from_utf8_lossy(&lib_ver),
+        )
+    }
+}

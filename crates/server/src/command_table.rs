@@ -1,0 +1,702 @@
+//! The one command table: each family file under `commands/` exports
+//! `pub const COMMANDS: &[CommandSpec]`, and [`FAMILIES`] lists them all.
+//! The table drives dispatch (lookup, arity, flags, key extraction),
+//! `COMMAND` / `COMMAND INFO|DOCS|COUNT|LIST|GETKEYS`, and later ACL and
+//! cluster slots.
+//!
+//! A row is built with `const fn` builders:
+//!
+//! ```ignore
+//! CommandSpec::new("get", 2, get)
+//!     .flags(&[Flag::Readonly, Flag::Fast])
+//!     .keys(KeySpec::range(1, 1, 1))
+//!     .acl(&[AclCat::String])
+//!     .doc("Returns the string value of a key.", "1.0.0", "string")
+//! ```
+//!
+//! Arity follows Redis: positive = exact argument count, negative = at
+//! least `-arity`, both counting the command name (for a subcommand row,
+//! counting the container name and the subcommand).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::LazyLock;
+
+use roaringd_resp::Args;
+
+use crate::commands;
+use crate::ctx::Ctx;
+use crate::error::CommandError;
+use crate::reply::Reply;
+
+/// A command handler: reads its arguments from `args` (positioned after the
+/// name, or after the subcommand), works on `ctx`, returns a reply.
+/// Handlers never touch sockets.
+pub type Handler = fn(&mut Ctx<'_>, &mut Args<'_>) -> Result<Reply, CommandError>;
+
+/// Extracts the absolute argument indices of the keys of a request whose
+/// key positions depend on its arguments (movable keys). Pushes onto `out`.
+pub type KeysFn = fn(args: &Args<'_>, out: &mut Vec<usize>);
+
+/// A command flag (Redis's names, as `COMMAND INFO` prints them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Flag {
+    /// May modify data.
+    Write = 0,
+    /// Only reads data.
+    Readonly,
+    /// May grow memory use (refused under maxmemory).
+    Denyoom,
+    /// Administrative (`@admin`, `@dangerous`).
+    Admin,
+    /// Pub/sub related.
+    Pubsub,
+    /// Not allowed in scripts.
+    Noscript,
+    /// Allowed while loading data.
+    Loading,
+    /// Allowed on a stale replica.
+    Stale,
+    /// O(1) or O(log N) and never blocks.
+    Fast,
+    /// Not allowed inside MULTI.
+    NoMulti,
+    /// Allowed before authentication (AUTH, HELLO, QUIT ...).
+    NoAuth,
+    /// May block the client.
+    Blocking,
+    /// Allowed in sentinel mode.
+    Sentinel,
+    /// Runs immediately even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    /// Internal: not printed by COMMAND INFO (Redis uses its own transaction flags).
+    NoQueue,
+    /// Takes the store's global lock exclusively (FLUSHDB, FLUSHALL). Internal.
+    Exclusive,
+    /// Allowed inside a MULTI only as a plain queued command even if
+    /// otherwise special. Internal; reserved.
+    AllowBusy,
+}
+
+impl Flag {
+    /// Every flag, in bit order.
+    pub const ALL: [Flag; 16] = [
+        Flag::Write,
+        Flag::Readonly,
+        Flag::Denyoom,
+        Flag::Admin,
+        Flag::Pubsub,
+        Flag::Noscript,
+        Flag::Loading,
+        Flag::Stale,
+        Flag::Fast,
+        Flag::NoMulti,
+        Flag::NoAuth,
+        Flag::Blocking,
+        Flag::Sentinel,
+        Flag::NoQueue,
+        Flag::Exclusive,
+        Flag::AllowBusy,
+    ];
+
+    /// The name `COMMAND INFO` prints, or `None` for internal flags.
+    pub const fn wire_name(self) -> Option<&'static str> {
+        Some(match self {
+            Flag::Write => "write",
+            Flag::Readonly => "readonly",
+            Flag::Denyoom => "denyoom",
+            Flag::Admin => "admin",
+            Flag::Pubsub => "pubsub",
+            Flag::Noscript => "noscript",
+            Flag::Loading => "loading",
+            Flag::Stale => "stale",
+            Flag::Fast => "fast",
+            Flag::NoMulti => "no_multi",
+            Flag::NoAuth => "no_auth",
+            Flag::Blocking => "blocking",
+            Flag::Sentinel => "sentinel",
+            Flag::NoQueue | Flag::Exclusive | Flag::AllowBusy => return None,
+        })
+    }
+}
+
+/// A set of [`Flag`]s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Flags(u32);
+
+impl Flags {
+    /// No flags.
+    pub const NONE: Flags = Flags(0);
+
+    /// The set of `flags`.
+    pub const fn of(flags: &[Flag]) -> Flags {
+        let mut bits = 0u32;
+        let mut i = 0;
+        while i < flags.len() {
+            bits |= 1 << flags[i] as u8;
+            i += 1;
+        }
+        Flags(bits)
+    }
+
+    /// True if `f` is in the set.
+    #[inline]
+    pub const fn has(self, f: Flag) -> bool {
+        self.0 & (1 << f as u8) != 0
+    }
+}
+
+/// An ACL category (`@string`, `@set`, ...). Categories implied by flags
+/// (`@write`, `@read`, `@fast`, `@slow`, `@admin`, `@dangerous`,
+/// `@pubsub`, `@blocking`) are added automatically and need not be listed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum AclCat {
+    /// `@keyspace`
+    Keyspace = 0,
+    /// `@read`
+    Read,
+    /// `@write`
+    Write,
+    /// `@set`
+    Set,
+    /// `@sortedset`
+    SortedSet,
+    /// `@list`
+    List,
+    /// `@hash`
+    Hash,
+    /// `@string`
+    String,
+    /// `@bitmap`
+    Bitmap,
+    /// `@hyperloglog`
+    HyperLogLog,
+    /// `@geo`
+    Geo,
+    /// `@stream`
+    Stream,
+    /// `@pubsub`
+    Pubsub,
+    /// `@admin`
+    Admin,
+    /// `@fast`
+    Fast,
+    /// `@slow`
+    Slow,
+    /// `@blocking`
+    Blocking,
+    /// `@dangerous`
+    Dangerous,
+    /// `@connection`
+    Connection,
+    /// `@transaction`
+    Transaction,
+    /// `@scripting`
+    Scripting,
+}
+
+impl AclCat {
+    /// Every category, in bit order.
+    pub const ALL: [AclCat; 21] = [
+        AclCat::Keyspace,
+        AclCat::Read,
+        AclCat::Write,
+        AclCat::Set,
+        AclCat::SortedSet,
+        AclCat::List,
+        AclCat::Hash,
+        AclCat::String,
+        AclCat::Bitmap,
+        AclCat::HyperLogLog,
+        AclCat::Geo,
+        AclCat::Stream,
+        AclCat::Pubsub,
+        AclCat::Admin,
+        AclCat::Fast,
+        AclCat::Slow,
+        AclCat::Blocking,
+        AclCat::Dangerous,
+        AclCat::Connection,
+        AclCat::Transaction,
+        AclCat::Scripting,
+    ];
+
+    /// The category name with its `@`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            AclCat::Keyspace => "@keyspace",
+            AclCat::Read => "@read",
+            AclCat::Write => "@write",
+            AclCat::Set => "@set",
+            AclCat::SortedSet => "@sortedset",
+            AclCat::List => "@list",
+            AclCat::Hash => "@hash",
+            AclCat::String => "@string",
+            AclCat::Bitmap => "@bitmap",
+            AclCat::HyperLogLog => "@hyperloglog",
+            AclCat::Geo => "@geo",
+            AclCat::Stream => "@stream",
+            AclCat::Pubsub => "@pubsub",
+            AclCat::Admin => "@admin",
+            AclCat::Fast => "@fast",
+            AclCat::Slow => "@slow",
+            AclCat::Blocking => "@blocking",
+            AclCat::Dangerous => "@dangerous",
+            AclCat::Connection => "@connection",
+            AclCat::Transaction => "@transaction",
+            AclCat::Scripting => "@scripting",
+        }
+    }
+}
+
+/// A set of [`AclCat`]s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct AclCats(u32);
+
+impl AclCats {
+    /// The set of `cats`.
+    pub const fn of(cats: &[AclCat]) -> AclCats {
+        let mut bits = 0u32;
+        let mut i = 0;
+        while i < cats.len() {
+            bits |= 1 << cats[i] as u8;
+            i += 1;
+        }
+        AclCats(bits)
+    }
+
+    /// True if `c` is in the set.
+    pub const fn has(self, c: AclCat) -> bool {
+        self.0 & (1 << c as u8) != 0
+    }
+
+    const fn with(self, c: AclCat) -> AclCats {
+        AclCats(self.0 | (1 << c as u8))
+    }
+}
+
+/// Where a command's keys are.
+#[derive(Clone, Copy, Debug)]
+pub enum KeySpec {
+    /// No keys.
+    None,
+    /// Keys at `first`, `first + step`, ... up to `last` (absolute indices,
+    /// name = 0). `last = -1`: up to the last argument; `-2`: all but the
+    /// last, and so on.
+    Range {
+        /// Index of the first key.
+        first: usize,
+        /// Index of the last key; negative counts from the end (-1 = last).
+        last: i32,
+        /// Distance between keys (2 for `MSET k v k v`).
+        step: usize,
+    },
+    /// The argument at `numkeys` holds a count N; N keys follow it
+    /// (`SINTERCARD numkeys key [key ...]`).
+    NumKeys {
+        /// Index of the count argument.
+        numkeys: usize,
+    },
+    /// Key positions computed from the arguments.
+    Movable(KeysFn),
+}
+
+impl KeySpec {
+    /// `Range { first, last, step }`.
+    pub const fn range(first: usize, last: i32, step: usize) -> KeySpec {
+        KeySpec::Range { first, last, step }
+    }
+
+    /// Pushes the absolute indices of the keys of `args` onto `out`.
+    /// Indices beyond the arguments are never produced.
+    pub fn extract(&self, args: &Args<'_>, out: &mut Vec<usize>) {
+        let argc = args.len();
+        match *self {
+            KeySpec::None => {}
+            KeySpec::Range { first, last, step } => {
+                let last = if last < 0 {
+                    argc as i64 + last as i64
+                } else {
+                    last as i64
+                };
+                let mut i = first as i64;
+                while i <= last && (i as usize) < argc && step > 0 {
+                    out.push(i as usize);
+                    i += step as i64;
+                }
+            }
+            KeySpec::NumKeys { numkeys } => {
+                let n = args
+                    .get(numkeys)
+                    .and_then(roaringd_resp::args::parse_u64)
+                    .unwrap_or(0) as usize;
+                let end = (numkeys + 1).saturating_add(n).min(argc);
+                out.extend(numkeys + 1..end);
+            }
+            KeySpec::Movable(f) => {
+                let start = out.len();
+                f(args, out);
+                // Defensive: a buggy extractor must not index past the arguments.
+                let mut i = start;
+                while i < out.len() {
+                    if out[i] >= argc {
+                        out.swap_remove(i);
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The legacy `(first, last, step)` triple of `COMMAND INFO`.
+    pub fn legacy_triple(&self) -> (i64, i64, i64) {
+        match *self {
+            KeySpec::Range { first, last, step } => (first as i64, last as i64, step as i64),
+            _ => (0, 0, 0),
+        }
+    }
+
+    /// True for key positions that depend on the arguments.
+    pub fn is_movable(&self) -> bool {
+        matches!(self, KeySpec::NumKeys { .. } | KeySpec::Movable(_))
+    }
+}
+
+/// One command (or subcommand) row.
+#[derive(Clone, Copy, Debug)]
+pub struct CommandSpec {
+    /// Lowercase name (`get`, `tr.setbit`; for a subcommand row: `kill`).
+    pub name: &'static str,
+    /// Redis arity (see the module docs).
+    pub arity: i32,
+    /// Flags.
+    pub flags: Flags,
+    /// Key positions.
+    pub keys: KeySpec,
+    /// ACL categories besides those implied by the flags.
+    pub acl: AclCats,
+    /// The handler (for a container command with subcommands it is only
+    /// called when no subcommand row matches — normally never).
+    pub handler: Handler,
+    /// Subcommand rows (`CLIENT KILL`, `CONFIG GET`); empty for plain commands.
+    pub subcommands: &'static [CommandSpec],
+    /// One-line summary for `COMMAND DOCS`.
+    pub summary: &'static str,
+    /// Version that introduced the command (Redis's, or ours for TR.*).
+    pub since: &'static str,
+    /// Group for `COMMAND DOCS` (`string`, `server`, `connection`, ...).
+    pub group: &'static str,
+}
+
+impl CommandSpec {
+    /// A row with no flags, no keys, no categories and no docs.
+    pub const fn new(name: &'static str, arity: i32, handler: Handler) -> CommandSpec {
+        CommandSpec {
+            name,
+            arity,
+            flags: Flags::NONE,
+            keys: KeySpec::None,
+            acl: AclCats(0),
+            handler,
+            subcommands: &[],
+            summary: "",
+            since: "1.0.0",
+            group: "generic",
+        }
+    }
+
+    /// Sets the flags.
+    pub const fn flags(mut self, flags: &[Flag]) -> Self {
+        self.flags = Flags::of(flags);
+        self
+    }
+
+    /// Sets the key spec.
+    pub const fn keys(mut self, keys: KeySpec) -> Self {
+        self.keys = keys;
+        self
+    }
+
+    /// Sets the ACL categories (flag-implied ones are added automatically).
+    pub const fn acl(mut self, cats: &[AclCat]) -> Self {
+        self.acl = AclCats::of(cats);
+        self
+    }
+
+    /// Sets the subcommand rows.
+    pub const fn subcommands(mut self, subs: &'static [CommandSpec]) -> Self {
+        self.subcommands = subs;
+        self
+    }
+
+    /// Sets the `COMMAND DOCS` summary, `since` version and group.
+    pub const fn doc(
+        mut self,
+        summary: &'static str,
+        since: &'static str,
+        group: &'static str,
+    ) -> Self {
+        self.summary = summary;
+        self.since = since;
+        self.group = group;
+        self
+    }
+
+    /// True if the row has flag `f`.
+    #[inline]
+    pub const fn has(&self, f: Flag) -> bool {
+        self.flags.has(f)
+    }
+
+    /// True if the argument count `argc` (name included) satisfies the arity.
+    #[inline]
+    pub const fn arity_ok(&self, argc: usize) -> bool {
+        if self.arity >= 0 {
+            argc == self.arity as usize
+        } else {
+            argc >= (-self.arity) as usize
+        }
+    }
+
+    /// Every ACL category of the row, the flag-implied ones included.
+    pub const fn all_acl(&self) -> AclCats {
+        let mut c = self.acl;
+        if self.has(Flag::Write) {
+            c = c.with(AclCat::Write);
+        }
+        if self.has(Flag::Readonly) && !c.has(AclCat::Scripting) {
+            c = c.with(AclCat::Read);
+        }
+        if self.has(Flag::Admin) {
+            c = c.with(AclCat::Admin).with(AclCat::Dangerous);
+        }
+        if self.has(Flag::Pubsub) {
+            c = c.with(AclCat::Pubsub);
+        }
+        if self.has(Flag::Fast) {
+            c = c.with(AclCat::Fast);
+        }
+        if self.has(Flag::Blocking) {
+            c = c.with(AclCat::Blocking);
+        }
+        if !c.has(AclCat::Fast) {
+            c = c.with(AclCat::Slow);
+        }
+        c
+    }
+}
+
+/// Every family's rows, in the order `COMMAND` lists them.
+pub const FAMILIES: &[&[CommandSpec]] = &[
+    commands::connection::COMMANDS,
+    commands::server::COMMANDS,
+    commands::transactions::COMMANDS,
+    commands::keyspace::COMMANDS,
+    commands::strings::COMMANDS,
+    commands::sets::COMMANDS,
+    commands::hashes::COMMANDS,
+];
+
+/// Longest command name the lookup considers (longer names are unknown).
+const MAX_NAME: usize = 64;
+
+/// Per-command counters for INFO commandstats.
+#[derive(Debug, Default)]
+pub struct CmdStats {
+    /// Successful and failed executions.
+    pub calls: AtomicU64,
+    /// Total execution time in microseconds.
+    pub usec: AtomicU64,
+    /// Rejected before execution (arity, auth, queueing errors).
+    pub rejected: AtomicU64,
+    /// Executed and replied with an error.
+    pub failed: AtomicU64,
+}
+
+impl CmdStats {
+    /// Zeroes every counter (CONFIG RESETSTAT).
+    pub fn reset(&self) {
+        self.calls.store(0, Ordering::Relaxed);
+        self.usec.store(0, Ordering::Relaxed);
+        self.rejected.store(0, Ordering::Relaxed);
+        self.failed.store(0, Ordering::Relaxed);
+    }
+}
+
+/// A resolved row: the spec, its full name and its counters.
+#[derive(Debug)]
+pub struct Entry {
+    /// The row.
+    pub spec: &'static CommandSpec,
+    /// `get`, or `client|kill` for a subcommand.
+    pub full_name: &'static str,
+    /// Counters.
+    pub stats: CmdStats,
+    /// Subcommand entries (same order as `spec.subcommands`).
+    pub subs: Vec<Entry>,
+    /// True for a subcommand entry.
+    pub is_sub: bool,
+}
+
+impl Entry {
+    fn new(spec: &'static CommandSpec, parent: Option<&str>) -> Entry {
+        let full_name: &'static str = match parent {
+            None => spec.name,
+            Some(p) => Box::leak(format!("{p}|{}", spec.name).into_boxed_str()),
+        };
+        Entry {
+            spec,
+            full_name,
+            stats: CmdStats::default(),
+            subs: spec
+                .subcommands
+                .iter()
+                .map(|s| Entry::new(s, Some(spec.name)))
+                .collect(),
+            is_sub: parent.is_some(),
+        }
+    }
+
+    /// The subcommand entry named `sub` (any case).
+    pub fn sub(&'static self, sub: &[u8]) -> Option<&'static Entry> {
+        self.subs
+            .iter()
+            .find(|s| s.spec.name.as_bytes().eq_ignore_ascii_case(sub))
+    }
+}
+
+/// The command table, indexed by lowercase name.
+pub struct CommandTable {
+    entries: Vec<Entry>,
+    by_name: HashMap<&'static [u8], usize>,
+}
+
+static TABLE: LazyLock<CommandTable> = LazyLock::new(|| {
+    let mut entries = Vec::new();
+    let mut by_name = HashMap::new();
+    for family in FAMILIES {
+        for spec in family.iter() {
+            by_name.insert(spec.name.as_bytes(), entries.len());
+            entries.push(Entry::new(spec, None));
+        }
+    }
+    CommandTable { entries, by_name }
+});
+
+impl CommandTable {
+    /// The process-wide table.
+    pub fn get() -> &'static CommandTable {
+        &TABLE
+    }
+
+    /// The entry named `name` (any case).
+    pub fn lookup(&'static self, name: &[u8]) -> Option<&'static Entry> {
+        if name.len() > MAX_NAME {
+            return None;
+        }
+        let mut buf = [0u8; MAX_NAME];
+        let lower = &mut buf[..name.len()];
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        self.by_name.get(&*lower).map(|&i| &self.entries[i])
+    }
+
+    /// Every top-level entry, in table order.
+    pub fn entries(&'static self) -> &'static [Entry] {
+        &self.entries
+    }
+
+    /// Every row.
+    pub fn iter(&self) -> impl Iterator<Item = &'static CommandSpec> {
+        FAMILIES.iter().flat_map(|f| f.iter())
+    }
+
+    /// Number of top-level commands.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True if the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn check_row(spec: &CommandSpec, full: &str) {
+        assert!(spec.arity != 0, "{full}: arity 0");
+        assert_eq!(
+            spec.name,
+            spec.name.to_ascii_lowercase(),
+            "{full}: name not lowercase"
+        );
+        assert!(
+            !(spec.has(Flag::Write) && spec.has(Flag::Readonly)),
+            "{full}: both write and readonly"
+        );
+        if let KeySpec::Range { first, last, step } = spec.keys {
+            assert!(first >= 1, "{full}: first key at {first}");
+            assert!(step >= 1, "{full}: step 0");
+            if last >= 0 {
+                assert!(last as usize >= first, "{full}: last < first");
+            }
+            let min_argc = spec.arity.unsigned_abs() as usize;
+            assert!(
+                first < min_argc.max(first + 1),
+                "{full}: first key beyond arity"
+            );
+        }
+        if let KeySpec::NumKeys { numkeys } = spec.keys {
+            assert!(numkeys >= 1, "{full}: numkeys at 0");
+        }
+    }
+
+    #[test]
+    fn table_names_are_unique_and_rows_are_sane() {
+        let mut seen = HashSet::new();
+        for spec in CommandTable::get().iter() {
+            assert!(seen.insert(spec.name), "duplicate command {}", spec.name);
+            check_row(spec, spec.name);
+            let mut subs = HashSet::new();
+            for sub in spec.subcommands {
+                let full = format!("{}|{}", spec.name, sub.name);
+                assert!(subs.insert(sub.name), "duplicate subcommand {full}");
+                assert!(sub.arity.unsigned_abs() >= 2, "{full}: arity below 2");
+                check_row(sub, &full);
+            }
+        }
+        assert_eq!(seen.len(), CommandTable::get().len());
+    }
+
+    #[test]
+    fn lookup_ignores_case() {
+        let t = CommandTable::get();
+        assert!(t.lookup(b"PiNg").is_some());
+        assert!(t.lookup(b"nosuchcommand").is_none());
+    }
+
+    #[test]
+    fn key_specs_extract_positions() {
+        let buf = b"mset a 1 b 2";
+        let spans: Vec<_> = [(0, 4), (5, 6), (7, 8), (9, 10), (11, 12)]
+            .iter()
+            .map(|&(s, e)| roaringd_resp::Span { start: s, end: e })
+            .collect();
+        let args = Args::new(buf, &spans);
+        let mut out = Vec::new();
+        KeySpec::range(1, -1, 2).extract(&args, &mut out);
+        assert_eq!(out, vec![1, 3]);
+        out.clear();
+        KeySpec::range(1, 1, 1).extract(&args, &mut out);
+        assert_eq!(out, vec![1]);
+        out.clear();
+        KeySpec::range(1, -2, 1).extract(&args, &mut out);
+        assert_eq!(out, vec![1, 2, 3]);
+    }
+}

@@ -1,0 +1,530 @@
+//! Configuration: the command line and config file (redis-server style) and
+//! the CONFIG GET/SET view of the same settings.
+//!
+//! `roaringd [config-file] [--name value ...]`: the file holds one
+//! `name value...` directive per line (`#` comments, quotes as in
+//! redis.conf); each `--name value...` option is one more directive applied
+//! after the file, as redis-server does.
+
+use std::path::PathBuf;
+
+use crate::glob::glob_match;
+
+/// `appendfsync`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Appendfsync {
+    /// Sync the write-ahead log before acknowledging every write.
+    Always,
+    /// Sync about once a second.
+    EverySec,
+    /// Leave syncing to the store / OS.
+    No,
+}
+
+impl Appendfsync {
+    fn name(self) -> &'static str {
+        match self {
+            Appendfsync::Always => "always",
+            Appendfsync::EverySec => "everysec",
+            Appendfsync::No => "no",
+        }
+    }
+}
+
+/// `loglevel`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// Everything.
+    Debug,
+    /// Rarely useful detail.
+    Verbose,
+    /// Moderately verbose (default).
+    Notice,
+    /// Only important messages.
+    Warning,
+    /// Nothing.
+    Nothing,
+}
+
+impl LogLevel {
+    fn name(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Verbose => "verbose",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Nothing => "nothing",
+        }
+    }
+}
+
+/// Every setting. Defaults are Redis's.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `port` (6379). 0 = pick a free port (the bound port is reported in the log).
+    pub port: u16,
+    /// `bind` (127.0.0.1): addresses to listen on.
+    pub bind: Vec<String>,
+    /// `dir` (.): the data directory.
+    pub dir: PathBuf,
+    /// `requirepass` (empty = no password).
+    pub requirepass: Option<Vec<u8>>,
+    /// `appendfsync` (everysec).
+    pub appendfsync: Appendfsync,
+    /// `maxclients` (10000).
+    pub maxclients: u64,
+    /// `databases` (16).
+    pub databases: u16,
+    /// `loglevel` (notice).
+    pub loglevel: LogLevel,
+    /// `logfile` (empty = stdout).
+    pub logfile: String,
+    /// `proto-max-bulk-len` (512 MB).
+    pub proto_max_bulk_len: u64,
+    /// `client-query-buffer-limit` (1 GB).
+    pub client_query_buffer_limit: u64,
+    /// `slowlog-log-slower-than` in microseconds (10000; negative = off).
+    pub slowlog_log_slower_than: i64,
+    /// `slowlog-max-len` (128).
+    pub slowlog_max_len: u64,
+    /// `timeout`: idle seconds before a client is closed (0 = never).
+    pub timeout: u64,
+    /// `hz`: background cycles per second (10).
+    pub hz: u64,
+    /// `maxmemory` in bytes (0 = no limit); also sizes the store's cache.
+    pub maxmemory: u64,
+    /// `cache-bytes`: the store's block cache (64 MiB).
+    pub cache_bytes: u64,
+    /// `daemonize` (accepted for compatibility; always no).
+    pub daemonize: bool,
+    /// `appendonly` (accepted for compatibility; the store always logs).
+    pub appendonly: bool,
+    /// `save` (accepted for compatibility; every write is durable per appendfsync).
+    pub save: String,
+    /// `pidfile` (empty = none).
+    pub pidfile: String,
+    /// `protected-mode` (accepted for compatibility).
+    pub protected_mode: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            port: 6379,
+            bind: vec!["127.0.0.1".into()],
+            dir: PathBuf::from("."),
+            requirepass: None,
+            appendfsync: Appendfsync::EverySec,
+            maxclients: 10000,
+            databases: 16,
+            loglevel: LogLevel::Notice,
+            logfile: String::new(),
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            slowlog_log_slower_than: 10000,
+            slowlog_max_len: 128,
+            timeout: 0,
+            hz: 10,
+            maxmemory: 0,
+            cache_bytes: 64 * 1024 * 1024,
+            daemonize: false,
+            appendonly: true,
+            save: String::new(),
+            pidfile: String::new(),
+            protected_mode: true,
+        }
+    }
+}
+
+/// Names CONFIG GET knows, in the order it lists them.
+pub const NAMES: &[&str] = &[
+    "port",
+    "bind",
+    "dir",
+    "requirepass",
+    "appendfsync",
+    "maxclients",
+    "databases",
+    "loglevel",
+    "logfile",
+    "proto-max-bulk-len",
+    "client-query-buffer-limit",
+    "slowlog-log-slower-than",
+    "slowlog-max-len",
+    "timeout",
+    "hz",
+    "maxmemory",
+    "cache-bytes",
+    "daemonize",
+    "appendonly",
+    "save",
+    "pidfile",
+    "protected-mode",
+];
+
+/// Settings that only the command line / config file may set.
+const IMMUTABLE: &[&str] = &[
+    "port",
+    "bind",
+    "dir",
+    "databases",
+    "daemonize",
+    "cache-bytes",
+    "pidfile",
+];
+
+/// Why a setting could not be applied (the text after
+/// `argument '<name>' - `, as Redis words it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetError {
+    /// No such setting.
+    Unknown,
+    /// Set only at start-up.
+    Immutable,
+    /// Bad value; the text explains.
+    Invalid(String),
+}
+
+/// Parses a memory amount like Redis (`1gb`, `512mb`, `100k`, plain bytes).
+pub fn parse_memory(v: &str) -> Option<u64> {
+    let l = v.to_ascii_lowercase();
+    let (num, mul) = [
+        ("gb", 1u64 << 30),
+        ("mb", 1 << 20),
+        ("kb", 1 << 10),
+        ("g", 1_000_000_000),
+        ("m", 1_000_000),
+        ("k", 1000),
+        ("b", 1),
+    ]
+    .iter()
+    .find_map(|(suf, mul)| l.strip_suffix(suf).map(|n| (n.to_string(), *mul)))
+    .unwrap_or((l.clone(), 1));
+    num.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+fn yes_no(v: &str) -> Result<bool, SetError> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err(SetError::Invalid("argument must be 'yes' or 'no'".into())),
+    }
+}
+
+fn number<T: std::str::FromStr>(v: &str) -> Result<T, SetError> {
+    v.parse()
+        .map_err(|_| SetError::Invalid("argument couldn't be parsed into an integer".into()))
+}
+
+fn memory(v: &str) -> Result<u64, SetError> {
+    parse_memory(v).ok_or_else(|| SetError::Invalid("argument must be a memory value".into()))
+}
+
+impl Config {
+    /// Applies one setting. `startup` allows the immutable ones.
+    ///
+    /// # Errors
+    /// [`SetError`] when the name is unknown, immutable or the value invalid.
+    pub fn set(&mut self, name: &str, values: &[String], startup: bool) -> Result<(), SetError> {
+        let name = name.to_ascii_lowercase();
+        if !startup && IMMUTABLE.contains(&name.as_str()) {
+            return Err(SetError::Immutable);
+        }
+        let one = || -> Result<&str, SetError> {
+            match values {
+                [v] => Ok(v.as_str()),
+                _ => Err(SetError::Unknown),
+            }
+        };
+        match name.as_str() {
+            "port" => {
+                self.port = number(one()?)?;
+            }
+            "bind" => {
+                if values.is_empty() {
+                    return Err(SetError::Unknown);
+                }
+                self.bind = values.to_vec();
+            }
+            "dir" => self.dir = PathBuf::from(one()?),
+            "requirepass" => {
+                let v = one()?;
+                self.requirepass = (!v.is_empty()).then(|| v.as_bytes().to_vec());
+            }
+            "appendfsync" => {
+                self.appendfsync = match one()?.to_ascii_lowercase().as_str() {
+                    "always" => Appendfsync::Always,
+                    "everysec" => Appendfsync::EverySec,
+                    "no" => Appendfsync::No,
+                    _ => return Err(SetError::Invalid("argument(s) must be one of the following: always, everysec, no".into())),
+                }
+            }
+            "maxclients" => {
+                let n: u64 = number(one()?)?;
+                if n == 0 {
+                    return Err(SetError::Invalid("argument must be between 1 and 4294967295 inclusive".into()));
+                }
+                self.maxclients = n;
+            }
+            "databases" => {
+                let n: u64 = number(one()?)?;
+                if n == 0 || n > u64::from(u16::MAX) {
+                    return Err(SetError::Invalid("argument must be between 1 and 65535 inclusive".into()));
+                }
+                self.databases = n as u16;
+            }
+            "loglevel" => {
+                self.loglevel = match one()?.to_ascii_lowercase().as_str() {
+                    "debug" => LogLevel::Debug,
+                    "verbose" => LogLevel::Verbose,
+                    "notice" => LogLevel::Notice,
+                    "warning" => LogLevel::Warning,
+                    "nothing" => LogLevel::Nothing,
+                    _ => return Err(SetError::Invalid("argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into())),
+                }
+            }
+            "logfile" => self.logfile = one()?.to_string(),
+            "proto-max-bulk-len" => {
+                let n = memory(one()?)?;
+                if n < 1024 * 1024 {
+                    return Err(SetError::Invalid("argument must be between 1048576 and 9223372036854775807 inclusive".into()));
+                }
+                self.proto_max_bulk_len = n;
+            }
+            "client-query-buffer-limit" => {
+                let n = memory(one()?)?;
+                if n < 1024 * 1024 {
+                    return Err(SetError::Invalid("argument must be between 1048576 and 9223372036854775807 inclusive".into()));
+                }
+                self.client_query_buffer_limit = n;
+            }
+            "slowlog-log-slower-than" => self.slowlog_log_slower_than = number(one()?)?,
+            "slowlog-max-len" => self.slowlog_max_len = number(one()?)?,
+            "timeout" => self.timeout = number(one()?)?,
+            "hz" => {
+                let n: u64 = number(one()?)?;
+                self.hz = n.clamp(1, 500);
+            }
+            "maxmemory" => self.maxmemory = memory(one()?)?,
+            "cache-bytes" => self.cache_bytes = memory(one()?)?,
+            "daemonize" => self.daemonize = yes_no(one()?)?,
+            "appendonly" => self.appendonly = yes_no(one()?)?,
+            "protected-mode" => self.protected_mode = yes_no(one()?)?,
+            "save" => self.save = values.join(" "),
+            "pidfile" => self.pidfile = one()?.to_string(),
+            _ => return Err(SetError::Unknown),
+        }
+        Ok(())
+    }
+
+    /// The value CONFIG GET shows for `name` (a known name).
+    pub fn get(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "port" => self.port.to_string(),
+            "bind" => self.bind.join(" "),
+            "dir" => std::fs::canonicalize(&self.dir)
+                .unwrap_or_else(|_| self.dir.clone())
+                .display()
+                .to_string(),
+            "requirepass" => self
+                .requirepass
+                .as_ref()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .unwrap_or_default(),
+            "appendfsync" => self.appendfsync.name().into(),
+            "maxclients" => self.maxclients.to_string(),
+            "databases" => self.databases.to_string(),
+            "loglevel" => self.loglevel.name().into(),
+            "logfile" => self.logfile.clone(),
+            "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
+            "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
+            "slowlog-log-slower-than" => self.slowlog_log_slower_than.to_string(),
+            "slowlog-max-len" => self.slowlog_max_len.to_string(),
+            "timeout" => self.timeout.to_string(),
+            "hz" => self.hz.to_string(),
+            "maxmemory" => self.maxmemory.to_string(),
+            "cache-bytes" => self.cache_bytes.to_string(),
+            "daemonize" => if self.daemonize { "yes" } else { "no" }.into(),
+            "appendonly" => if self.appendonly { "yes" } else { "no" }.into(),
+            "protected-mode" => if self.protected_mode { "yes" } else { "no" }.into(),
+            "save" => self.save.clone(),
+            "pidfile" => self.pidfile.clone(),
+            _ => return None,
+        })
+    }
+
+    /// `(name, value)` for every setting whose name matches `pattern`
+    /// (case-insensitive glob), each at most once.
+    pub fn matching(&self, pattern: &[u8], out: &mut Vec<(&'static str, String)>) {
+        for &name in NAMES {
+            if out.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            if glob_match(pattern, name.as_bytes(), true) {
+                if let Some(v) = self.get(name) {
+                    out.push((name, v));
+                }
+            }
+        }
+    }
+
+    /// Parses a config file's text (redis.conf syntax), applying each line.
+    ///
+    /// # Errors
+    /// A message naming the line, like redis-server's fatal config error.
+    pub fn apply_text(&mut self, text: &str) -> Result<(), String> {
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let words = split_words(line).ok_or_else(|| {
+                config_error(i + 1, line, "Unbalanced quotes in configuration line")
+            })?;
+            let Some((name, values)) = words.split_first() else {
+                continue;
+            };
+            if let Err(e) = self.set(name, values, true) {
+                let why = match e {
+                    SetError::Unknown | SetError::Immutable => {
+                        "Bad directive or wrong number of arguments".to_string()
+                    }
+                    SetError::Invalid(t) => t,
+                };
+                return Err(config_error(i + 1, line, &why));
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds a config from command-line arguments (without the program name):
+    /// an optional config file path first, then `--name value...` options.
+    ///
+    /// # Errors
+    /// A message for the user (unreadable file, bad directive).
+    pub fn from_args(args: &[String]) -> Result<Config, String> {
+        let mut cfg = Config::default();
+        let mut rest = args;
+        if let Some(first) = rest.first() {
+            if !first.starts_with("--") {
+                let text = std::fs::read_to_string(first)
+                    .map_err(|e| format!("Fatal error, can't open config file '{first}': {e}"))?;
+                cfg.apply_text(&text)?;
+                rest = &rest[1..];
+            }
+        }
+        // Each `--name` starts a directive; the words up to the next `--name` are its values.
+        let mut options = String::new();
+        for a in rest {
+            if let Some(name) = a.strip_prefix("--") {
+                if !options.is_empty() {
+                    options.push('\n');
+                }
+                options.push_str(name);
+            } else {
+                options.push(' ');
+                options.push_str(&quote(a));
+            }
+        }
+        cfg.apply_text(&options)?;
+        Ok(cfg)
+    }
+}
+
+fn quote(word: &str) -> String {
+    if !word.is_empty()
+        && !word.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '\\')
+    {
+        return word.to_string();
+    }
+    let mut s = String::from("\"");
+    for c in word.chars() {
+        if c == '"' || c == '\\' {
+            s.push('\\');
+        }
+        s.push(c);
+    }
+    s.push('"');
+    s
+}
+
+fn config_error(line_no: usize, line: &str, why: &str) -> String {
+    format!(
+        "\n*** FATAL CONFIG FILE ERROR (roaringd {}) ***\nReading the configuration file, at line {}\n>>> '{}'\n{}",
+        env!("CARGO_PKG_VERSION"),
+        line_no,
+        line,
+        why
+    )
+}
+
+/// Splits a config line into words (redis.conf quoting rules, the same
+/// as inline requests).
+fn split_words(line: &str) -> Option<Vec<String>> {
+    let mut parser = roaringd_resp::RequestParser::new();
+    let mut l = line.as_bytes().to_vec();
+    l.push(b'\n');
+    let limits = roaringd_resp::Limits {
+        max_inline_len: usize::MAX,
+        ..Default::default()
+    };
+    match parser.parse(&l, &limits) {
+        Ok(Some(_)) => Some(
+            parser
+                .args(&l)
+                .all()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn command_line_overrides_defaults() {
+        let c = Config::from_args(&s(&[
+            "--port",
+            "7000",
+            "--bind",
+            "0.0.0.0",
+            "::1",
+            "--requirepass",
+            "a b",
+        ]))
+        .unwrap();
+        assert_eq!(c.port, 7000);
+        assert_eq!(c.bind, s(&["0.0.0.0", "::1"]));
+        assert_eq!(c.requirepass.as_deref(), Some(&b"a b"[..]));
+        assert_eq!(c.databases, 16);
+    }
+
+    #[test]
+    fn config_text_parses_and_reports_bad_lines() {
+        let mut c = Config::default();
+        c.apply_text("# comment\nport 7001\n  appendfsync always\nrequirepass \"p w\"\n")
+            .unwrap();
+        assert_eq!(c.port, 7001);
+        assert_eq!(c.appendfsync, Appendfsync::Always);
+        assert_eq!(c.requirepass.as_deref(), Some(&b"p w"[..]));
+        let err = c.apply_text("bogus 1\n").unwrap_err();
+        assert!(err.contains("Bad directive"), "{err}");
+    }
+
+    #[test]
+    fn config_get_matches_globs() {
+        let c = Config::default();
+        let mut out = Vec::new();
+        c.matching(b"max*", &mut out);
+        let names: Vec<_> = out.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, vec!["maxclients", "maxmemory"]);
+        assert_eq!(parse_memory("1gb"), Some(1 << 30));
+    }
+}

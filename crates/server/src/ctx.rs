@@ -1,0 +1,35 @@
+//! `Ctx`: what a handler works on — the open store transaction (already
+//! locked on the command's keys), the selected database, the client's state
+//! and the shared server state.
+
+use crate::client::Client;
+use crate::error::CommandError;
+use crate::state::Server;
+
+/// Handler context for one command.
+pub struct Ctx<'a> {
+    /// Selected database (a copy of `client.db` taken at dispatch; SELECT
+    /// changes `client.db`).
+    pub db: u16,
+    /// The calling client.
+    pub client: &'a mut Client,
+    /// Shared server state.
+    pub server: &'a Server,
+    /// The store transaction, for commands flagged `Write` or `Readonly`.
+    pub(crate) txn: Option<&'a mut roaringd_store::Txn>,
+}
+
+impl<'a> Ctx<'a> {
+    /// The open store transaction. It holds the locks of every key the
+    /// command's key spec names (or the global lock exclusively for rows
+    /// flagged `Exclusive`); the dispatcher commits it after an `Ok` reply
+    /// and drops it (no effect) after an error.
+    ///
+    /// # Errors
+    /// `ERR` if the row is flagged neither `Write` nor `Readonly` (a table bug).
+    pub fn txn(&mut self) -> Result<&mut roaringd_store::Txn, CommandError> {
+        self.txn.as_deref_mut().ok_or(CommandError::err(
+            "internal error: command has no store transaction",
+        ))
+    }
+}

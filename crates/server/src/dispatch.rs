@@ -1,0 +1,221 @@
+//! Dispatch: name lookup → subcommand → arity → auth → MULTI queueing →
+//! store `Txn` over the row's keys → handler → commit → stats → reply.
+//!
+//! `execute` is called once per request and appends exactly one reply (or
+//! none, for an empty request) to the connection's output buffer.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use roaringd_resp::{Args, ReplyEncoder};
+
+use crate::client::Client;
+use crate::command_table::{CommandTable, Entry, Flag};
+use crate::ctx::Ctx;
+use crate::error::CommandError;
+use crate::reply::Reply;
+use crate::state::Server;
+use crate::transaction::Queued;
+
+/// Runs one request and appends its reply to `out`.
+pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut Vec<u8>) {
+    if args.is_empty() {
+        return;
+    }
+    let reply = match resolve(client, &args) {
+        Ok(entry) => match admit(server, client, entry, &args) {
+            Ok(()) => {
+                if client.multi.is_some() && !entry.spec.has(Flag::NoQueue) {
+                    queue(client, entry, &args)
+                } else {
+                    run(server, client, entry, args)
+                }
+            }
+            Err(e) => {
+                entry.stats.rejected.fetch_add(1, Ordering::Relaxed);
+                flag_transaction(client);
+                Reply::Error(e)
+            }
+        },
+        Err(e) => {
+            flag_transaction(client);
+            Reply::Error(e)
+        }
+    };
+    encode(server, client, &reply, out);
+}
+
+/// Appends `reply` in the client's protocol.
+pub fn encode(server: &Server, client: &Client, reply: &Reply, out: &mut Vec<u8>) {
+    if let Reply::Error(_) = reply {
+        server
+            .stats
+            .total_error_replies
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    reply.encode(&mut ReplyEncoder::new(out, client.protocol));
+}
+
+/// A command that fails to queue makes the transaction fail at EXEC.
+fn flag_transaction(client: &mut Client) {
+    if let Some(m) = client.multi.as_mut() {
+        m.aborted = true;
+    }
+}
+
+/// Finds the row (and subcommand row) for the request.
+pub fn resolve(_client: &Client, args: &Args<'_>) -> Result<&'static Entry, CommandError> {
+    let name = args.get(0).unwrap_or_default();
+    let Some(entry) = CommandTable::get().lookup(name) else {
+        return Err(CommandError::unknown_command(name, args.all().skip(1)));
+    };
+    if entry.subs.is_empty() {
+        return Ok(entry);
+    }
+    match args.get(1) {
+        None => Err(CommandError::Arity(entry.full_name.into())),
+        Some(sub) => match entry.sub(sub) {
+            Some(s) => Ok(s),
+            None => Err(CommandError::unknown_subcommand(entry.spec.name, sub)),
+        },
+    }
+}
+
+/// The checks that precede execution or queueing.
+fn admit(
+    _server: &Server,
+    client: &Client,
+    entry: &'static Entry,
+    args: &Args<'_>,
+) -> Result<(), CommandError> {
+    if !entry.spec.arity_ok(args.len()) {
+        return Err(CommandError::Arity(entry.full_name.into()));
+    }
+    if !client.authenticated && !entry.spec.has(Flag::NoAuth) {
+        return Err(CommandError::NoAuth);
+    }
+    if client.multi.is_some() && entry.spec.has(Flag::NoMulti) {
+        return Err(CommandError::err(
+            "Command not allowed inside a transaction",
+        ));
+    }
+    Ok(())
+}
+
+fn queue(client: &mut Client, entry: &'static Entry, args: &Args<'_>) -> Reply {
+    let multi = client
+        .multi
+        .as_mut()
+        .expect("queue is only called inside MULTI");
+    multi.queued.push(Queued::new(entry, args));
+    client
+        .info
+        .multi
+        .store(multi.queued.len() as i64, Ordering::Relaxed);
+    Reply::status("QUEUED")
+}
+
+/// Runs a resolved, admitted command as its own store transaction.
+fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'_>) -> Reply {
+    let spec = entry.spec;
+    let start = Instant::now();
+    let result = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
+        let db = client.db;
+        let mut idx = Vec::new();
+        spec.keys.extract(&args, &mut idx);
+        let keys: Vec<(u16, &[u8])> = idx
+            .iter()
+            .filter_map(|&i| args.get(i).map(|k| (db, k)))
+            .collect();
+        let mut txn = if spec.has(Flag::Exclusive) {
+            server.store.begin_exclusive()
+        } else {
+            server.store.begin(&keys)
+        };
+        let r = call(server, client, entry, args, Some(&mut txn));
+        match r {
+            Ok(reply) => match commit(server, txn, spec.has(Flag::Write)) {
+                Ok(()) => Ok(reply),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    } else {
+        call(server, client, entry, args, None)
+    };
+    account(server, client, entry, &args, start, result.is_err());
+    result.unwrap_or_else(Reply::Error)
+}
+
+/// Commits `txn`, touching WATCHers of the modified keys. With
+/// `appendfsync always` the commit syncs, so it runs as blocking work.
+pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<(), CommandError> {
+    let sync = write && server.store.sync_mode() == roaringd_store::SyncMode::Always;
+    let modified = if sync && tokio::runtime::Handle::try_current().is_ok() {
+        tokio::task::block_in_place(|| txn.commit())
+    } else {
+        txn.commit()
+    };
+    match modified {
+        Ok(keys) => {
+            if !keys.is_empty() {
+                server
+                    .stats
+                    .dirty
+                    .fetch_add(keys.len() as u64, Ordering::Relaxed);
+                server
+                    .watches
+                    .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
+            }
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Calls the handler (no stats, no commit).
+pub fn call(
+    server: &Server,
+    client: &mut Client,
+    entry: &'static Entry,
+    mut args: Args<'_>,
+    txn: Option<&mut roaringd_store::Txn>,
+) -> Result<Reply, CommandError> {
+    args.seek(if entry.is_sub { 2 } else { 1 });
+    let mut ctx = Ctx {
+        db: client.db,
+        client,
+        server,
+        txn,
+    };
+    (entry.spec.handler)(&mut ctx, &mut args)
+}
+
+/// Records stats and the slow log for one executed command.
+pub fn account(
+    server: &Server,
+    client: &Client,
+    entry: &'static Entry,
+    args: &Args<'_>,
+    start: Instant,
+    failed: bool,
+) {
+    let usec = start.elapsed().as_micros() as u64;
+    entry.stats.calls.fetch_add(1, Ordering::Relaxed);
+    entry.stats.usec.fetch_add(usec, Ordering::Relaxed);
+    if failed {
+        entry.stats.failed.fetch_add(1, Ordering::Relaxed);
+    }
+    server.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+    *client.info.last_cmd.lock() = entry.full_name;
+    let threshold = server.hot.slowlog_log_slower_than.load(Ordering::Relaxed);
+    if threshold >= 0 && usec as i64 >= threshold {
+        server.slowlog.push(
+            args.all(),
+            usec as i64,
+            client.info.addr.to_string(),
+            client.info.name.lock().clone(),
+            server.hot.slowlog_max_len.load(Ordering::Relaxed) as usize,
+        );
+    }
+}

@@ -1,0 +1,170 @@
+//! `CommandError`: every error a command can reply with, each variant owning
+//! its exact Redis reply text (see `Display`). User errors become `-...`
+//! replies and the connection stays open.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use roaringd_resp::ArgError;
+
+/// An error reply. `Display` writes the full text without the leading `-`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CommandError {
+    /// `WRONGTYPE Operation against a key holding the wrong kind of value`
+    WrongType,
+    /// `ERR syntax error`
+    Syntax,
+    /// `ERR value is not an integer or out of range`
+    NotInteger,
+    /// `ERR value is not a valid float`
+    NotFloat,
+    /// `ERR increment or decrement would overflow`
+    Overflow,
+    /// `ERR no such key`
+    NoSuchKey,
+    /// `ERR wrong number of arguments for '<name>' command`; `name` is the
+    /// lowercase full name (`get`, `client|kill`).
+    Arity(Cow<'static, str>),
+    /// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' `
+    /// (the whole text is built by [`CommandError::unknown_command`]).
+    UnknownCommand(String),
+    /// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
+    UnknownSubcommand(String),
+    /// `NOAUTH Authentication required.`
+    NoAuth,
+    /// `WRONGPASS invalid username-password pair or user is disabled.`
+    WrongPass,
+    /// `EXECABORT Transaction discarded because of previous errors.`
+    ExecAbort,
+    /// `ERR DB index is out of range`
+    DbIndexOutOfRange,
+    /// `ERR <text>`: any other `ERR` error.
+    Err(Cow<'static, str>),
+    /// A full error text with its own code (`NOPROTO ...`, `BUSYKEY ...`).
+    Custom(Cow<'static, str>),
+    /// An error from the store; its `Display` is the reply text.
+    Store(roaringd_store::StoreError),
+}
+
+impl CommandError {
+    /// `ERR <text>` from a static string.
+    pub const fn err(text: &'static str) -> Self {
+        CommandError::Err(Cow::Borrowed(text))
+    }
+
+    /// The unknown-command error exactly as Redis 7 words it: the name
+    /// (at most 128 bytes) and the first arguments (quoted, each followed by
+    /// a space) while the argument text is under 128 bytes.
+    pub fn unknown_command<'a>(name: &[u8], args: impl Iterator<Item = &'a [u8]>) -> Self {
+        let mut list = String::new();
+        for a in args {
+            if list.len() >= 128 {
+                break;
+            }
+            let room = 128 - list.len();
+            let a = &a[..a.len().min(room)];
+            list.push('\'');
+            list.push_str(&String::from_utf8_lossy(a));
+            list.push_str("' ");
+        }
+        let name = &name[..name.len().min(128)];
+        CommandError::UnknownCommand(format!(
+            "ERR unknown command '{}', with args beginning with: {}",
+            String::from_utf8_lossy(name),
+            list
+        ))
+    }
+
+    /// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
+    pub fn unknown_subcommand(cmd: &str, sub: &[u8]) -> Self {
+        let sub = &sub[..sub.len().min(128)];
+        CommandError::UnknownSubcommand(format!(
+            "ERR unknown subcommand '{}'. Try {} HELP.",
+            String::from_utf8_lossy(sub),
+            cmd.to_ascii_uppercase()
+        ))
+    }
+
+    /// True for errors the store raised because it failed (I/O, corruption),
+    /// which the server also logs.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, CommandError::Store(e) if !e.is_user_error())
+    }
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommandError::WrongType => {
+                f.write_str("WRONGTYPE Operation against a key holding the wrong kind of value")
+            }
+            CommandError::Syntax => f.write_str("ERR syntax error"),
+            CommandError::NotInteger => f.write_str("ERR value is not an integer or out of range"),
+            CommandError::NotFloat => f.write_str("ERR value is not a valid float"),
+            CommandError::Overflow => f.write_str("ERR increment or decrement would overflow"),
+            CommandError::NoSuchKey => f.write_str("ERR no such key"),
+            CommandError::Arity(name) => {
+                write!(f, "ERR wrong number of arguments for '{name}' command")
+            }
+            CommandError::UnknownCommand(text) | CommandError::UnknownSubcommand(text) => {
+                f.write_str(text)
+            }
+            CommandError::NoAuth => f.write_str("NOAUTH Authentication required."),
+            CommandError::WrongPass => {
+                f.write_str("WRONGPASS invalid username-password pair or user is disabled.")
+            }
+            CommandError::ExecAbort => {
+                f.write_str("EXECABORT Transaction discarded because of previous errors.")
+            }
+            CommandError::DbIndexOutOfRange => f.write_str("ERR DB index is out of range"),
+            CommandError::Err(text) => write!(f, "ERR {text}"),
+            CommandError::Custom(text) => f.write_str(text),
+            CommandError::Store(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for CommandError {}
+
+impl From<ArgError> for CommandError {
+    fn from(e: ArgError) -> Self {
+        match e {
+            ArgError::Syntax => CommandError::Syntax,
+            ArgError::NotInteger => CommandError::NotInteger,
+            ArgError::NotFloat => CommandError::NotFloat,
+        }
+    }
+}
+
+impl From<roaringd_store::StoreError> for CommandError {
+    fn from(e: roaringd_store::StoreError) -> Self {
+        CommandError::Store(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_command_matches_redis7() {
+        let e = CommandError::unknown_command(b"foo", [&b"a"[..], b"b"].into_iter());
+        assert_eq!(
+            e.to_string(),
+            "ERR unknown command 'foo', with args beginning with: 'a' 'b' "
+        );
+        let e = CommandError::unknown_command(b"foo", std::iter::empty());
+        assert_eq!(
+            e.to_string(),
+            "ERR unknown command 'foo', with args beginning with: "
+        );
+    }
+
+    #[test]
+    fn arity_names_the_command() {
+        assert_eq!(
+            CommandError::Arity("get".into()).to_string(),
+            "ERR wrong number of arguments for 'get' command"
+        );
+    }
+}

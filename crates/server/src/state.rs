@@ -1,0 +1,151 @@
+//! `Server`: the state every connection shares (store, configuration,
+//! client registry, statistics, slow log, WATCH table, shutdown signal).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::Notify;
+
+use crate::client::ClientInfo;
+use crate::config::Config;
+use crate::slowlog::SlowLog;
+use crate::watch::WatchTable;
+
+/// Server-wide counters for INFO stats.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Connections accepted.
+    pub total_connections: AtomicU64,
+    /// Commands processed.
+    pub total_commands: AtomicU64,
+    /// Connections refused (maxclients).
+    pub rejected_connections: AtomicU64,
+    /// Bytes read from clients.
+    pub net_input_bytes: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output_bytes: AtomicU64,
+    /// Reads that found their key.
+    pub keyspace_hits: AtomicU64,
+    /// Reads that did not.
+    pub keyspace_misses: AtomicU64,
+    /// Keys removed by expiry (active cycle).
+    pub expired_keys: AtomicU64,
+    /// Error replies sent.
+    pub total_error_replies: AtomicU64,
+    /// Writes since the last SAVE.
+    pub dirty: AtomicU64,
+}
+
+impl Stats {
+    /// Zeroes the resettable counters (CONFIG RESETSTAT).
+    pub fn reset(&self) {
+        for c in [
+            &self.total_connections,
+            &self.total_commands,
+            &self.rejected_connections,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.keyspace_hits,
+            &self.keyspace_misses,
+            &self.expired_keys,
+            &self.total_error_replies,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Settings read on every command, mirrored from `Config` into atomics so
+/// the hot path takes no lock.
+#[derive(Debug, Default)]
+pub struct HotConfig {
+    /// `slowlog-log-slower-than` (microseconds; negative = off).
+    pub slowlog_log_slower_than: AtomicI64,
+    /// `slowlog-max-len`.
+    pub slowlog_max_len: AtomicU64,
+}
+
+impl HotConfig {
+    /// Copies the hot settings from `c`.
+    pub fn load(&self, c: &Config) {
+        self.slowlog_log_slower_than
+            .store(c.slowlog_log_slower_than, Ordering::Relaxed);
+        self.slowlog_max_len
+            .store(c.slowlog_max_len, Ordering::Relaxed);
+    }
+}
+
+/// Shared server state; one per process, behind an `Arc`.
+pub struct Server {
+    /// The data store.
+    pub store: roaringd_store::Store,
+    /// Current configuration (CONFIG SET writes it).
+    pub config: RwLock<Config>,
+    /// Hot-path copies of some settings.
+    pub hot: HotConfig,
+    /// Connected clients by id.
+    pub clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    /// Source of client ids.
+    pub next_client_id: AtomicU64,
+    /// Counters.
+    pub stats: Stats,
+    /// Slow log.
+    pub slowlog: SlowLog,
+    /// WATCHed keys.
+    pub watches: WatchTable,
+    /// Process start.
+    pub started: Instant,
+    /// 40 hex characters, fixed for the process.
+    pub run_id: String,
+    /// Unix time (s) of the last successful SAVE (or start-up).
+    pub last_save: AtomicU64,
+    /// Set once shutdown has begun.
+    pub shutting_down: AtomicBool,
+    /// Wakes the listener to shut down.
+    pub shutdown: Notify,
+    /// The TCP port actually bound (for INFO when `port 0` was asked).
+    pub bound_port: AtomicU64,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Server {
+    /// State around an opened store.
+    pub fn new(config: Config, store: roaringd_store::Store) -> Self {
+        let run_id: String = (0..40)
+            .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16usize)]))
+            .collect();
+        let hot = HotConfig::default();
+        hot.load(&config);
+        Server {
+            store,
+            hot,
+            config: RwLock::new(config),
+            clients: Mutex::new(BTreeMap::new()),
+            next_client_id: AtomicU64::new(1),
+            stats: Stats::default(),
+            slowlog: SlowLog::default(),
+            watches: WatchTable::default(),
+            started: Instant::now(),
+            run_id,
+            last_save: AtomicU64::new(now_ms() / 1000),
+            shutting_down: AtomicBool::new(false),
+            shutdown: Notify::new(),
+            bound_port: AtomicU64::new(0),
+        }
+    }
+
+    /// Starts a graceful shutdown (the listener stops, the store is persisted).
+    pub fn request_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        self.shutdown.notify_one();
+    }
+}
