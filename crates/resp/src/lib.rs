@@ -7,3 +7,11 @@
 pub mod client;
 pub mod command;
 pub mod frame;
+
+pub mod args;
+pub mod reply;
+pub mod request;
+
+pub use args::{ArgError, Args, Span};
+pub use reply::{Protocol, ReplyEncoder};
+pub use request::{Limits, ProtocolError, RequestParser};
