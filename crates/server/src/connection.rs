@@ -1,0 +1,133 @@
+//! One connection: read into a reused buffer, execute every complete
+//! request in it, encode all replies into one output buffer, write once.
+//!
+//! A protocol error replies with Redis's text and closes this connection
+//! only. The read buffer grows only with bytes actually received; the
+//! query-buffer limit closes a client that exceeds it (no reply, as Redis).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use roaringd_resp::{Limits, ReplyEncoder, RequestParser};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::client::{Client, ClientInfo};
+use crate::dispatch;
+use crate::state::{now_ms, Server};
+
+/// Smallest free space offered to each read.
+const READ_CHUNK: usize = 16 * 1024;
+/// Buffers above this size are shrunk back after use.
+const SHRINK_ABOVE: usize = 1024 * 1024;
+
+/// Serves one client until it quits, is killed, errs, or the server stops.
+pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientInfo>) {
+    let authenticated = server.config.read().requirepass.is_none();
+    let mut client = Client::new(info.clone(), authenticated);
+    let mut parser = RequestParser::new();
+    let mut rbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut limits = current_limits(&server, &client);
+
+    loop {
+        if rbuf.capacity() - rbuf.len() < READ_CHUNK {
+            rbuf.reserve(READ_CHUNK.max(rbuf.len() / 2));
+        }
+        let n = tokio::select! {
+            r = stream.read_buf(&mut rbuf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            },
+            _ = info.kill_notify.notified() => break,
+        };
+        if info.killed.load(Ordering::Acquire) {
+            break;
+        }
+        server
+            .stats
+            .net_input_bytes
+            .fetch_add(n as u64, Ordering::Relaxed);
+        info.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
+
+        let mut start = 0;
+        let mut close = false;
+        while start < rbuf.len() {
+            match parser.parse(&rbuf[start..], &limits) {
+                Ok(Some(used)) => {
+                    let args = parser.args(&rbuf[start..]);
+                    dispatch::execute(&server, &mut client, args, &mut out);
+                    start += used;
+                    if client.close_after_reply {
+                        close = true;
+                        break;
+                    }
+                    if !client.authenticated || limits.unauthenticated {
+                        limits = current_limits(&server, &client);
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let mut enc = ReplyEncoder::new(&mut out, client.protocol);
+                    enc.error(e.message().as_bytes());
+                    server
+                        .stats
+                        .total_error_replies
+                        .fetch_add(1, Ordering::Relaxed);
+                    crate::verbose!("Protocol error ({}) from client: id={}", e, info.id);
+                    close = true;
+                    break;
+                }
+            }
+        }
+        if start == rbuf.len() {
+            rbuf.clear();
+            parser.reset();
+        } else if start > 0 {
+            rbuf.drain(..start);
+        }
+        info.qbuf.store(rbuf.len() as u64, Ordering::Relaxed);
+        if !close && rbuf.len() > limits.max_query_buf {
+            crate::warning!(
+                "Closing client that reached max query buffer length: id={} addr={} (qbuf={})",
+                info.id,
+                info.addr,
+                rbuf.len()
+            );
+            break;
+        }
+
+        if !out.is_empty() {
+            server
+                .stats
+                .net_output_bytes
+                .fetch_add(out.len() as u64, Ordering::Relaxed);
+            if stream.write_all(&out).await.is_err() {
+                break;
+            }
+            out.clear();
+            if out.capacity() > SHRINK_ABOVE {
+                out.shrink_to(READ_CHUNK);
+            }
+        }
+        if rbuf.is_empty() && rbuf.capacity() > SHRINK_ABOVE {
+            rbuf.shrink_to(READ_CHUNK);
+        }
+        if close || server.shutting_down.load(Ordering::Acquire) {
+            break;
+        }
+    }
+    let _ = stream.shutdown().await;
+    server.watches.unwatch_all(client.id, &mut client.watch);
+    server.clients.lock().remove(&client.id);
+}
+
+fn current_limits(server: &Server, client: &Client) -> Limits {
+    let c = server.config.read();
+    Limits {
+        max_bulk_len: usize::try_from(c.proto_max_bulk_len).unwrap_or(usize::MAX),
+        max_query_buf: usize::try_from(c.client_query_buffer_limit).unwrap_or(usize::MAX),
+        unauthenticated: !client.authenticated,
+        ..Limits::default()
+    }
+}
