@@ -131,38 +131,60 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A redis-server child on a free port with a temp dir, killed on drop.
-pub struct Redis {
+/// A server child process on a free port with a temp dir, killed on drop.
+pub struct Server {
     pub port: u16,
     child: Child,
     dir: PathBuf,
 }
 
-impl Redis {
+/// Redis 7 is the same kind of child.
+pub type Redis = Server;
+
+impl Server {
     /// Starts `redis-server` (no persistence); `None` if it is not installed.
-    pub fn start() -> Option<Redis> {
+    pub fn start() -> Option<Server> {
+        Server::spawn("redis-server", |port, dir| {
+            let mut args: Vec<std::ffi::OsString> = Vec::new();
+            for a in ["--port", &port.to_string(), "--bind", "127.0.0.1"] {
+                args.push(a.into());
+            }
+            for a in ["--save", "", "--appendonly", "no", "--dir"] {
+                args.push(a.into());
+            }
+            args.push(dir.into());
+            args
+        })
+    }
+
+    /// Starts `program` with the arguments `args(port, dir)`; `None` if it
+    /// cannot be executed. Panics if it does not answer PING within 10 s.
+    pub fn spawn(
+        program: impl AsRef<std::ffi::OsStr>,
+        args: impl FnOnce(u16, &std::path::Path) -> Vec<std::ffi::OsString>,
+    ) -> Option<Server> {
         let port = free_port();
-        let dir = std::env::temp_dir().join(format!("roaringd-bench-redis-{port}"));
+        let dir = std::env::temp_dir().join(format!("roaringd-bench-server-{port}"));
         std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&dir)
+        let child = Command::new(program.as_ref())
+            .args(args(port, &dir))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .ok()?;
-        let redis = Redis { port, child, dir };
-        for _ in 0..200 {
+        let mut server = Server { port, child, dir };
+        for _ in 0..400 {
             if let Ok(mut c) = Client::connect(("127.0.0.1", port)) {
                 if c.call(&["PING"]).is_ok() {
-                    return Some(redis);
+                    return Some(server);
                 }
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("{:?} exited with {status}", program.as_ref());
             }
             thread::sleep(Duration::from_millis(25));
         }
-        panic!("redis-server did not answer on port {port}");
+        panic!("{:?} did not answer on port {port}", program.as_ref());
     }
 
     /// A client connection.
@@ -171,7 +193,7 @@ impl Redis {
     }
 }
 
-impl Drop for Redis {
+impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -1,0 +1,77 @@
+//! The load generator against roaringd itself. The server binary is
+//! `$ROARINGD_BIN`, else `roaringd` beside this test's target directory
+//! (built by `cargo build -p roaringd-server`); the tests skip, saying so,
+//! when there is none. The bench crate does not depend on the server crate.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{options, Server};
+use roaringd_bench::runner::run;
+use roaringd_resp::frame::Frame;
+
+fn roaringd_bin() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os("ROARINGD_BIN") {
+        return Some(PathBuf::from(bin));
+    }
+    // target/<profile>/deps/roaringd-<hash> → target/<profile>/roaringd
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.parent()?.join("roaringd");
+    bin.is_file().then_some(bin)
+}
+
+fn roaringd() -> Option<Server> {
+    let Some(bin) = roaringd_bin() else {
+        eprintln!("no roaringd binary (set ROARINGD_BIN or build roaringd-server): skipping");
+        return None;
+    };
+    Server::spawn(&bin, |port, dir| {
+        let mut args: Vec<std::ffi::OsString> = Vec::new();
+        for a in ["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"] {
+            args.push(a.into());
+        }
+        args.push(dir.into());
+        args
+    })
+}
+
+#[test]
+fn incr_counts_match_c_plain_pipelined_and_batched() {
+    let Some(server) = roaringd() else { return };
+    let port = server.port.to_string();
+    for (key, c, extra) in [
+        ("plain", "1000", &[][..]),
+        ("piped", "1000", &["-P", "16"][..]),
+        ("multi", "100", &["-batching", "10"][..]),
+    ] {
+        let command = format!("INCR {key}");
+        let mut args = vec!["-port", &port, "-c", c, "-p", "4", "-command", &command];
+        args.extend_from_slice(extra);
+        let o = run(&options(&args), |_| {});
+        assert_eq!(o.errors, 0, "{key}: {:?}", o.error_samples);
+        assert!(o.failures.is_empty(), "{key}: {:?}", o.failures);
+        assert_eq!(o.commands, 1000);
+        let got = server.client().call(&["GET", key]).unwrap();
+        assert_eq!(got, Frame::Bulk(b"1000".to_vec()), "{key}");
+    }
+}
+
+#[test]
+fn wrongtype_errors_from_roaringd_are_counted() {
+    let Some(server) = roaringd() else { return };
+    server.client().call(&["SET", "s", "x"]).unwrap();
+    let port = server.port.to_string();
+    let o = run(
+        &options(&[
+            "-port", &port, "-c", "20", "-p", "2", "-command", "SADD s m",
+        ]),
+        |_| {},
+    );
+    assert_eq!((o.requests, o.errors), (20, 20));
+    assert!(
+        o.error_samples[0].contains("WRONGTYPE"),
+        "{:?}",
+        o.error_samples
+    );
+}
