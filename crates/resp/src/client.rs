@@ -122,8 +122,10 @@ impl Client {
                 self.buf.drain(..self.start);
                 self.start = 0;
             }
+            // Read at least as much as is buffered, so a large reply is
+            // decoded O(log n) times rather than once per 16 KiB.
             let len = self.buf.len();
-            self.buf.resize(len + 16 * 1024, 0);
+            self.buf.resize(len + len.max(16 * 1024), 0);
             let n = match self.stream.read(&mut self.buf[len..]) {
                 Ok(n) => n,
                 Err(e) => {
@@ -181,6 +183,29 @@ mod tests {
         server.join().unwrap();
         let err = client.read_frame().unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn read_frame_of_large_replies_and_the_size_limit() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let items: Vec<Frame> = (0..100_000).map(Frame::Integer).collect();
+        let array = Frame::Array(items);
+        let mut bytes = Frame::Bulk(vec![7; 3 << 20]).to_bytes();
+        array.encode(&mut bytes);
+        bytes.extend_from_slice(b"$100000\r\n");
+        let server = std::thread::spawn(move || {
+            let (mut sock, _) = listener.accept().unwrap();
+            sock.write_all(&bytes).unwrap();
+            sock.write_all(&vec![0; 100_000]).unwrap();
+        });
+        let mut client = Client::connect(addr).unwrap();
+        assert_eq!(client.read_frame().unwrap(), Frame::Bulk(vec![7; 3 << 20]));
+        assert_eq!(client.read_frame().unwrap(), array);
+        client.set_max_reply_len(50_000);
+        let err = client.read_frame().unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        server.join().unwrap();
     }
 
     #[test]

@@ -181,6 +181,21 @@ impl Frame {
         }
     }
 
+    /// `Simple` from text or bytes (for tests: `Frame::simple("OK")`).
+    pub fn simple(text: impl AsRef<[u8]>) -> Frame {
+        Frame::Simple(text.as_ref().to_vec())
+    }
+
+    /// `Error` from text or bytes.
+    pub fn error(text: impl AsRef<[u8]>) -> Frame {
+        Frame::Error(text.as_ref().to_vec())
+    }
+
+    /// `Bulk` from text or bytes.
+    pub fn bulk(bytes: impl AsRef<[u8]>) -> Frame {
+        Frame::Bulk(bytes.as_ref().to_vec())
+    }
+
     /// The wire form of `self` as a new vector.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -682,6 +697,9 @@ mod tests {
         assert!(!Frame::Simple(b"OK".to_vec()).is_error());
         assert!(Frame::NullBulk.is_null() && Frame::Null.is_null());
         assert_eq!(Frame::Integer(3).as_integer(), Some(3));
+        assert_eq!(Frame::simple("OK"), Frame::Simple(b"OK".to_vec()));
+        assert_eq!(Frame::error("ERR x"), Frame::Error(b"ERR x".to_vec()));
+        assert_eq!(Frame::bulk(b"\0"), Frame::Bulk(vec![0]));
         assert_eq!(Frame::Bulk(b"x".to_vec()).as_bytes(), Some(&b"x"[..]));
         assert_eq!(
             Frame::Error(b"ERR bad".to_vec()).to_string(),
