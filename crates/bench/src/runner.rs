@@ -228,12 +228,13 @@ impl Errors {
 }
 
 fn connect(opts: &Options) -> Result<(TcpStream, ReplyReader), String> {
-    let addr = (opts.host.as_str(), opts.port)
+    // Every resolved address is tried in turn (`localhost` may be ::1 first).
+    let addrs: Vec<_> = (opts.host.as_str(), opts.port)
         .to_socket_addrs()
         .map_err(|e| format!("resolve {}:{}: {e}", opts.host, opts.port))?
-        .next()
-        .ok_or_else(|| format!("resolve {}: no address", opts.host))?;
-    let mut stream = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+        .collect();
+    let mut stream = TcpStream::connect(&addrs[..])
+        .map_err(|e| format!("connect {}:{}: {e}", opts.host, opts.port))?;
     let setup = |s: &TcpStream| -> io::Result<()> {
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(READ_TIMEOUT))

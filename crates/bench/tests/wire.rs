@@ -134,7 +134,18 @@ fn pipelining_sends_exactly_c_commands() {
     let (port, seen) = recording_server(ok);
     let port = port.to_string();
     let o = run_quiet(&[
-        "-port", &port, "-c", "1000", "-p", "3", "-P", "16", "-command", "PING",
+        "-h",
+        "localhost",
+        "-port",
+        &port,
+        "-c",
+        "1000",
+        "-p",
+        "3",
+        "-P",
+        "16",
+        "-command",
+        "PING",
     ]);
     assert_eq!((o.requests, o.errors), (1000, 0));
     assert_eq!(o.latency.count(), 1000);
