@@ -38,7 +38,8 @@ pub type Handler = fn(&mut Ctx<'_>, &mut Args<'_>) -> Result<Reply, CommandError
 /// key positions depend on its arguments (movable keys). Pushes onto `out`.
 pub type KeysFn = fn(args: &Args<'_>, out: &mut Vec<usize>);
 
-/// A command flag (Redis's names, as `COMMAND INFO` prints them).
+/// A command flag. The public ones print in `COMMAND INFO` under Redis's
+/// names and in Redis's order (the enum order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Flag {
@@ -54,52 +55,57 @@ pub enum Flag {
     Pubsub,
     /// Not allowed in scripts.
     Noscript,
+    /// May block the client.
+    Blocking,
     /// Allowed while loading data.
     Loading,
     /// Allowed on a stale replica.
     Stale,
+    /// Never recorded in the slow log (EXEC records its commands instead).
+    SkipSlowlog,
     /// O(1) or O(log N) and never blocks.
     Fast,
-    /// Not allowed inside MULTI.
-    NoMulti,
     /// Allowed before authentication (AUTH, HELLO, QUIT ...).
     NoAuth,
-    /// May block the client.
-    Blocking,
-    /// Allowed in sentinel mode.
+    /// May replicate even when read-only.
+    MayReplicate,
+    /// Not allowed inside MULTI (rejected when queued; EXEC then aborts).
+    NoMulti,
+    /// Allowed while the server is busy.
+    AllowBusy,
+    /// Allowed in sentinel mode (not printed, as in Redis 7.0).
     Sentinel,
-    /// Runs immediately even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
-    /// Internal: not printed by COMMAND INFO (Redis uses its own transaction flags).
+    /// Runs immediately even inside MULTI (MULTI, EXEC, DISCARD, WATCH,
+    /// QUIT, RESET). Internal.
     NoQueue,
     /// Takes the store's global lock exclusively (FLUSHDB, FLUSHALL). Internal.
     Exclusive,
-    /// Allowed inside a MULTI only as a plain queued command even if
-    /// otherwise special. Internal; reserved.
-    AllowBusy,
 }
 
 impl Flag {
     /// Every flag, in bit order.
-    pub const ALL: [Flag; 16] = [
+    pub const ALL: [Flag; 18] = [
         Flag::Write,
         Flag::Readonly,
         Flag::Denyoom,
         Flag::Admin,
         Flag::Pubsub,
         Flag::Noscript,
+        Flag::Blocking,
         Flag::Loading,
         Flag::Stale,
+        Flag::SkipSlowlog,
         Flag::Fast,
-        Flag::NoMulti,
         Flag::NoAuth,
-        Flag::Blocking,
+        Flag::MayReplicate,
+        Flag::NoMulti,
+        Flag::AllowBusy,
         Flag::Sentinel,
         Flag::NoQueue,
         Flag::Exclusive,
-        Flag::AllowBusy,
     ];
 
-    /// The name `COMMAND INFO` prints, or `None` for internal flags.
+    /// The name `COMMAND INFO` prints, or `None` for unprinted flags.
     pub const fn wire_name(self) -> Option<&'static str> {
         Some(match self {
             Flag::Write => "write",
@@ -108,14 +114,16 @@ impl Flag {
             Flag::Admin => "admin",
             Flag::Pubsub => "pubsub",
             Flag::Noscript => "noscript",
+            Flag::Blocking => "blocking",
             Flag::Loading => "loading",
             Flag::Stale => "stale",
+            Flag::SkipSlowlog => "skip_slowlog",
             Flag::Fast => "fast",
-            Flag::NoMulti => "no_multi",
             Flag::NoAuth => "no_auth",
-            Flag::Blocking => "blocking",
-            Flag::Sentinel => "sentinel",
-            Flag::NoQueue | Flag::Exclusive | Flag::AllowBusy => return None,
+            Flag::MayReplicate => "may_replicate",
+            Flag::NoMulti => "no_multi",
+            Flag::AllowBusy => "allow_busy",
+            Flag::Sentinel | Flag::NoQueue | Flag::Exclusive => return None,
         })
     }
 }
@@ -388,6 +396,10 @@ pub struct CommandSpec {
     pub since: &'static str,
     /// Group for `COMMAND DOCS` (`string`, `server`, `connection`, ...).
     pub group: &'static str,
+    /// Key-spec flags `COMMAND INFO` prints (`RW`, `OW`, `RM`, `RO`,
+    /// `access`, `update`, `insert`, `delete`); `None`: `OW update` for
+    /// write commands, `RO access` otherwise.
+    pub key_flags: Option<&'static [&'static str]>,
 }
 
 impl CommandSpec {
@@ -404,6 +416,7 @@ impl CommandSpec {
             summary: "",
             since: "1.0.0",
             group: "generic",
+            key_flags: None,
         }
     }
 
@@ -422,6 +435,12 @@ impl CommandSpec {
     /// Sets the ACL categories (flag-implied ones are added automatically).
     pub const fn acl(mut self, cats: &[AclCat]) -> Self {
         self.acl = AclCats::of(cats);
+        self
+    }
+
+    /// Sets the key-spec flags `COMMAND INFO` prints.
+    pub const fn key_flags(mut self, flags: &'static [&'static str]) -> Self {
+        self.key_flags = Some(flags);
         self
     }
 
@@ -492,6 +511,7 @@ impl CommandSpec {
 pub const FAMILIES: &[&[CommandSpec]] = &[
     commands::connection::COMMANDS,
     commands::server::COMMANDS,
+    commands::introspection::COMMANDS,
     commands::transactions::COMMANDS,
     commands::keyspace::COMMANDS,
     commands::strings::COMMANDS,

@@ -256,7 +256,7 @@ impl Config {
                     "always" => Appendfsync::Always,
                     "everysec" => Appendfsync::EverySec,
                     "no" => Appendfsync::No,
-                    _ => return Err(SetError::Invalid("argument(s) must be one of the following: always, everysec, no".into())),
+                    _ => return Err(SetError::Invalid("argument(s) must be one of the following: everysec, always, no".into())),
                 }
             }
             "maxclients" => {

@@ -73,6 +73,7 @@ pub fn resolve(_client: &Client, args: &Args<'_>) -> Result<&'static Entry, Comm
         return Ok(entry);
     }
     match args.get(1) {
+        None if entry.spec.arity_ok(1) => Ok(entry),
         None => Err(CommandError::Arity(entry.full_name.into())),
         Some(sub) => match entry.sub(sub) {
             Some(s) => Ok(s),
@@ -133,6 +134,10 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
             server.store.begin(&keys)
         };
         let r = call(server, client, entry, args, Some(&mut txn));
+        if r.is_ok() && spec.has(Flag::Write) {
+            // Before the locks are released (see EXEC).
+            server.watches.touch(keys.iter().copied());
+        }
         match r {
             Ok(reply) => match commit(server, txn, spec.has(Flag::Write)) {
                 Ok(()) => Ok(reply),
@@ -209,7 +214,7 @@ pub fn account(
     server.stats.total_commands.fetch_add(1, Ordering::Relaxed);
     *client.info.last_cmd.lock() = entry.full_name;
     let threshold = server.hot.slowlog_log_slower_than.load(Ordering::Relaxed);
-    if threshold >= 0 && usec as i64 >= threshold {
+    if !entry.spec.has(Flag::SkipSlowlog) && threshold >= 0 && usec as i64 >= threshold {
         server.slowlog.push(
             args.all(),
             usec as i64,

@@ -15,6 +15,7 @@ pub mod ctx;
 pub mod dispatch;
 pub mod error;
 pub mod glob;
+pub mod info;
 pub mod listener;
 pub mod log;
 pub mod reply;
@@ -28,3 +29,7 @@ pub use command_table::{AclCat, CommandSpec, Flag, Handler, KeySpec};
 pub use ctx::Ctx;
 pub use error::CommandError;
 pub use reply::Reply;
+
+/// The Redis version roaringd reports (HELLO, INFO `redis_version`): the
+/// command set and reply shapes follow Redis 7.0.
+pub const REDIS_VERSION: &str = "7.0.15";

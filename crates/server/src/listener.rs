@@ -146,14 +146,7 @@ async fn expire_cycle(server: Arc<Server>) {
         let s = server.clone();
         let r = tokio::task::spawn_blocking(move || s.store.active_expire_cycle(200)).await;
         match r {
-            Ok(Ok(n)) => {
-                if n > 0 {
-                    server
-                        .stats
-                        .expired_keys
-                        .fetch_add(n as u64, Ordering::Relaxed);
-                }
-            }
+            Ok(Ok(_)) => {}
             Ok(Err(e)) => crate::warning!("Active expire cycle failed: {e}"),
             Err(e) => crate::warning!("Active expire cycle panicked: {e}"),
         }

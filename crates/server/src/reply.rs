@@ -43,6 +43,8 @@ pub enum Reply {
     BigNumber(String),
     /// A push message (RESP2: array).
     Push(Vec<Reply>),
+    /// Nothing is written (SHUTDOWN closes the connection instead of replying).
+    NoReply,
 }
 
 impl Reply {
@@ -99,6 +101,7 @@ impl Reply {
                 enc.push_header(items.len());
                 items.iter().for_each(|r| r.encode(enc));
             }
+            Reply::NoReply => {}
         }
     }
 }

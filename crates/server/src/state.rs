@@ -31,8 +31,9 @@ pub struct Stats {
     pub keyspace_hits: AtomicU64,
     /// Reads that did not.
     pub keyspace_misses: AtomicU64,
-    /// Keys removed by expiry (active cycle).
-    pub expired_keys: AtomicU64,
+    /// The store's expired-keys counter at the last RESETSTAT (INFO shows
+    /// the difference).
+    pub expired_keys_base: AtomicU64,
     /// Error replies sent.
     pub total_error_replies: AtomicU64,
     /// Writes since the last SAVE.
@@ -50,7 +51,6 @@ impl Stats {
             &self.net_output_bytes,
             &self.keyspace_hits,
             &self.keyspace_misses,
-            &self.expired_keys,
             &self.total_error_replies,
         ] {
             c.store(0, Ordering::Relaxed);

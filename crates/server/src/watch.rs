@@ -109,23 +109,20 @@ impl WatchTable {
         }
     }
 
-    /// Marks dirty the watchers of every watched key in `db` (or in every
-    /// database when `db` is `None`) for which `existed(db, key)` is true —
-    /// Redis touches only keys a flush actually removes.
-    pub fn touch_flushed(&self, db: Option<u16>, existed: impl Fn(u16, &[u8]) -> bool) {
+    /// Every watched `(db, key)` in `db` (in every database when `None`).
+    pub fn watched_in(&self, db: Option<u16>) -> Vec<(u16, Vec<u8>)> {
         if !self.any() {
-            return;
+            return Vec::new();
         }
+        let mut out = Vec::new();
         for shard in &self.shards {
-            let shard = shard.lock();
-            for ((d, k), list) in shard.iter() {
-                if db.is_none_or(|db| db == *d) && existed(*d, k) {
-                    for (_, flag) in list {
-                        flag.store(true, Ordering::Release);
-                    }
+            for (d, k) in shard.lock().keys() {
+                if db.is_none_or(|db| db == *d) {
+                    out.push((*d, k.clone()));
                 }
             }
         }
+        out
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod connection;
 pub mod hashes;
+pub mod introspection;
 pub mod keyspace;
 pub mod server;
 pub mod sets;

@@ -1,6 +1,199 @@
 //! MULTI EXEC DISCARD WATCH UNWATCH.
+//!
+//! EXEC runs the queued commands as ONE store transaction: it locks the
+//! union of their keys (or the whole store when one of them is `Exclusive`),
+//! runs them in order — each command's error is its own reply — and commits
+//! once, so other clients see all of the transaction or none of it.
 
-use crate::command_table::CommandSpec;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use roaringd_resp::Args;
+
+use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
+use crate::ctx::Ctx;
+use crate::dispatch;
+use crate::error::CommandError;
+use crate::reply::Reply;
+use crate::transaction::MultiState;
+
+const TX: &[AclCat] = &[AclCat::Transaction];
+const TX_FLAGS: &[Flag] = &[
+    Flag::Noscript,
+    Flag::Loading,
+    Flag::Stale,
+    Flag::Fast,
+    Flag::AllowBusy,
+    Flag::NoQueue,
+];
 
 /// Rows of this family.
-pub const COMMANDS: &[CommandSpec] = &[];
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("multi", 1, multi)
+        .flags(TX_FLAGS)
+        .acl(TX)
+        .doc("Starts a transaction.", "1.2.0", "transactions"),
+    CommandSpec::new("exec", 1, exec)
+        .flags(&[
+            Flag::Noscript,
+            Flag::Loading,
+            Flag::Stale,
+            Flag::SkipSlowlog,
+            Flag::NoQueue,
+        ])
+        .acl(TX)
+        .doc(
+            "Executes all commands in a transaction.",
+            "1.2.0",
+            "transactions",
+        ),
+    CommandSpec::new("discard", 1, discard)
+        .flags(TX_FLAGS)
+        .acl(TX)
+        .doc("Discards a transaction.", "2.0.0", "transactions"),
+    CommandSpec::new("watch", -2, watch)
+        .flags(TX_FLAGS)
+        .keys(KeySpec::range(1, -1, 1))
+        .key_flags(&["RO"])
+        .acl(TX)
+        .doc(
+            "Monitors changes to keys to determine the execution of a transaction.",
+            "2.2.0",
+            "transactions",
+        ),
+    CommandSpec::new("unwatch", 1, unwatch)
+        .flags(&[
+            Flag::Noscript,
+            Flag::Loading,
+            Flag::Stale,
+            Flag::Fast,
+            Flag::AllowBusy,
+        ])
+        .acl(TX)
+        .doc(
+            "Forgets about watched keys of a transaction.",
+            "2.2.0",
+            "transactions",
+        ),
+];
+
+fn multi(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    if ctx.client.multi.is_some() {
+        return Err(CommandError::err("MULTI calls can not be nested"));
+    }
+    ctx.client.multi = Some(MultiState::default());
+    ctx.client.info.multi.store(0, Ordering::Relaxed);
+    Ok(Reply::Ok)
+}
+
+fn discard(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    if ctx.client.multi.take().is_none() {
+        return Err(CommandError::err("DISCARD without MULTI"));
+    }
+    ctx.client.info.multi.store(-1, Ordering::Relaxed);
+    let c = &mut *ctx.client;
+    ctx.server.watches.unwatch_all(c.id, &mut c.watch);
+    Ok(Reply::Ok)
+}
+
+fn watch(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    if ctx.client.multi.is_some() {
+        return Err(CommandError::err("WATCH inside MULTI is not allowed"));
+    }
+    let db = ctx.db;
+    let c = &mut *ctx.client;
+    for key in args.rest() {
+        ctx.server.watches.watch(c.id, &mut c.watch, db, key);
+    }
+    Ok(Reply::Ok)
+}
+
+fn unwatch(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    let c = &mut *ctx.client;
+    ctx.server.watches.unwatch_all(c.id, &mut c.watch);
+    Ok(Reply::Ok)
+}
+
+fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    let Some(multi) = ctx.client.multi.take() else {
+        return Err(CommandError::err("EXEC without MULTI"));
+    };
+    let server = ctx.server;
+    let client = &mut *ctx.client;
+    client.info.multi.store(-1, Ordering::Relaxed);
+    if multi.aborted {
+        server.watches.unwatch_all(client.id, &mut client.watch);
+        return Err(CommandError::ExecAbort);
+    }
+
+    // The union of the keys of every queued command, following SELECTs.
+    let mut db = client.db;
+    let mut exclusive = false;
+    let mut needs_txn = false;
+    let mut any_write = false;
+    let mut owned: Vec<(u16, Vec<u8>)> = Vec::new();
+    let mut idx = Vec::new();
+    for q in &multi.queued {
+        let spec = q.entry.spec;
+        let args = q.args();
+        if q.entry.full_name == "select" {
+            if let Some(d) = args.get(1).and_then(roaringd_resp::args::parse_i64) {
+                if d >= 0 && d < i64::from(server.store.databases()) {
+                    db = d as u16;
+                }
+            }
+        }
+        if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
+            needs_txn = true;
+            any_write |= spec.has(Flag::Write);
+            exclusive |= spec.has(Flag::Exclusive);
+            idx.clear();
+            spec.keys.extract(&args, &mut idx);
+            owned.extend(
+                idx.iter()
+                    .filter_map(|&i| args.get(i).map(|k| (db, k.to_vec()))),
+            );
+        }
+    }
+    let mut txn = if !needs_txn {
+        None
+    } else if exclusive {
+        Some(server.store.begin_exclusive())
+    } else {
+        let keys: Vec<(u16, &[u8])> = owned.iter().map(|(d, k)| (*d, k.as_slice())).collect();
+        Some(server.store.begin(&keys))
+    };
+    // Checked with the locks held: writers mark WATCHers dirty before they
+    // release their locks, so a write to any locked key is either seen here
+    // or ordered after this EXEC.
+    let dirty = client.watch.dirty.load(Ordering::Acquire);
+    server.watches.unwatch_all(client.id, &mut client.watch);
+    if dirty {
+        return Ok(Reply::NullArray);
+    }
+
+    let mut replies = Vec::with_capacity(multi.queued.len());
+    for q in &multi.queued {
+        let spec = q.entry.spec;
+        let args = q.args();
+        let start = Instant::now();
+        let t = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
+            txn.as_mut()
+        } else {
+            None
+        };
+        let r = dispatch::call(server, client, q.entry, args, t);
+        dispatch::account(server, client, q.entry, &args, start, r.is_err());
+        replies.push(r.unwrap_or_else(Reply::Error));
+    }
+    if let Some(txn) = txn {
+        if any_write {
+            // Before the locks are released (see the dirty check above).
+            server
+                .watches
+                .touch(owned.iter().map(|(d, k)| (*d, k.as_slice())));
+        }
+        dispatch::commit(server, txn, any_write)?;
+    }
+    Ok(Reply::Array(replies))
+}
