@@ -187,6 +187,7 @@ pub fn call(
     txn: Option<&mut roaringd_store::Txn>,
 ) -> Result<Reply, CommandError> {
     args.seek(if entry.is_sub { 2 } else { 1 });
+    *client.info.last_cmd.lock() = entry.full_name;
     let mut ctx = Ctx {
         db: client.db,
         client,
@@ -212,7 +213,6 @@ pub fn account(
         entry.stats.failed.fetch_add(1, Ordering::Relaxed);
     }
     server.stats.total_commands.fetch_add(1, Ordering::Relaxed);
-    *client.info.last_cmd.lock() = entry.full_name;
     let threshold = server.hot.slowlog_log_slower_than.load(Ordering::Relaxed);
     if !entry.spec.has(Flag::SkipSlowlog) && threshold >= 0 && usec as i64 >= threshold {
         server.slowlog.push(
