@@ -1,45 +1,31 @@
-//! The load generator against roaringd itself. The server binary is
-//! `$ROARINGD_BIN`, else `roaringd` beside this test's target directory
-//! (built by `cargo build -p roaringd-server`); the tests skip, saying so,
-//! when there is none. The bench crate does not depend on the server crate.
+//! The load generator against roaringd itself, started by the testkit
+//! (`$ROARINGD_BIN`, else `roaringd` in this test's cargo target dir, built by
+//! `cargo build -p roaringd-server`). The tests skip, saying so, when there is
+//! no binary. The bench crate does not depend on the server crate.
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{options, Server};
+use common::options;
 use roaringd_bench::runner::run;
 use roaringd_resp::frame::Frame;
+use roaringd_testkit::{default_bin, TestServer};
 
-fn roaringd_bin() -> Option<PathBuf> {
-    if let Some(bin) = std::env::var_os("ROARINGD_BIN") {
-        return Some(PathBuf::from(bin));
-    }
-    // target/<profile>/deps/roaringd-<hash> → target/<profile>/roaringd
-    let exe = std::env::current_exe().ok()?;
-    let bin = exe.parent()?.parent()?.join("roaringd");
-    bin.is_file().then_some(bin)
-}
-
-fn roaringd() -> Option<Server> {
-    let Some(bin) = roaringd_bin() else {
-        eprintln!("no roaringd binary (set ROARINGD_BIN or build roaringd-server): skipping");
+fn roaringd() -> Option<TestServer> {
+    let bin = default_bin();
+    if !bin.is_file() {
+        eprintln!(
+            "no roaringd binary at {} (set ROARINGD_BIN or build roaringd-server): skipping",
+            bin.display()
+        );
         return None;
-    };
-    Server::spawn(&bin, |port, dir| {
-        let mut args: Vec<std::ffi::OsString> = Vec::new();
-        for a in ["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"] {
-            args.push(a.into());
-        }
-        args.push(dir.into());
-        args
-    })
+    }
+    Some(TestServer::start_with(bin, &[]))
 }
 
 #[test]
 fn incr_counts_match_c_plain_pipelined_and_batched() {
     let Some(server) = roaringd() else { return };
-    let port = server.port.to_string();
+    let port = server.port().to_string();
     for (key, c, extra) in [
         ("plain", "1000", &[][..]),
         ("piped", "1000", &["-P", "16"][..]),
@@ -61,7 +47,7 @@ fn incr_counts_match_c_plain_pipelined_and_batched() {
 fn wrongtype_errors_from_roaringd_are_counted() {
     let Some(server) = roaringd() else { return };
     server.client().call(&["SET", "s", "x"]).unwrap();
-    let port = server.port.to_string();
+    let port = server.port().to_string();
     let o = run(
         &options(&[
             "-port", &port, "-c", "20", "-p", "2", "-command", "SADD s m",
