@@ -1,0 +1,449 @@
+//! Generic keyspace operations on a `Txn`: TYPE, EXISTS, DEL, EXPIRE family,
+//! TTL family, PERSIST, RENAME, KEYS, SCAN, RANDOMKEY, DBSIZE, FLUSHDB /
+//! FLUSHALL, OBJECT ENCODING, MEMORY USAGE, and the active-expiry step.
+//! Every method takes the database explicitly; times are Unix milliseconds.
+
+use crate::error::{Result, StoreError};
+use crate::glob::{glob_match, literal_prefix};
+use crate::keys;
+use crate::kv::{KvRead, Space, WriteBatch};
+use crate::meta::{KeyMeta, Kind, Summary};
+use crate::number::parse_i64;
+use crate::store::{counts_key, encode_counts, now_ms, DbStats};
+use crate::txn::Txn;
+use std::ops::Bound;
+
+/// Condition of EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (Redis 7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExpireCond {
+    /// Always set.
+    #[default]
+    Always,
+    /// Only when the key has no expire time.
+    Nx,
+    /// Only when the key has an expire time.
+    Xx,
+    /// Only when the new time is later (no expire counts as infinite).
+    Gt,
+    /// Only when the new time is earlier (no expire counts as infinite).
+    Lt,
+}
+
+/// Entries written per batch while flushing a database.
+const FLUSH_CHUNK: usize = 4096;
+
+impl Txn {
+    /// TYPE: the key's kind, `None` when absent.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn key_type(&mut self, db: u16, key: &[u8]) -> Result<Option<Kind>> {
+        Ok(self.meta(db, key)?.map(|m| m.kind()))
+    }
+
+    /// EXISTS for one key.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn exists(&mut self, db: u16, key: &[u8]) -> Result<bool> {
+        Ok(self.meta(db, key)?.is_some())
+    }
+
+    /// DEL / UNLINK of one key: true when it existed. O(1) for every type
+    /// (elements become stale and are collected by compaction).
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn del(&mut self, db: u16, key: &[u8]) -> Result<bool> {
+        if self.meta(db, key)?.is_none() {
+            return Ok(false);
+        }
+        self.delete_meta(db, key)?;
+        Ok(true)
+    }
+
+    /// EXPIRE family with an absolute time `at_ms` (may be in the past or
+    /// negative). Returns true when the time was set or the key deleted
+    /// because `at_ms` is not in the future; false when the key is absent or
+    /// the condition failed.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn expire_at(&mut self, db: u16, key: &[u8], at_ms: i64, cond: ExpireCond) -> Result<bool> {
+        let Some(mut m) = self.meta(db, key)? else {
+            return Ok(false);
+        };
+        let current = if m.expire_at_ms == 0 {
+            None
+        } else {
+            Some(m.expire_at_ms as i64)
+        };
+        let ok = match cond {
+            ExpireCond::Always => true,
+            ExpireCond::Nx => current.is_none(),
+            ExpireCond::Xx => current.is_some(),
+            ExpireCond::Gt => current.is_some_and(|c| at_ms > c),
+            ExpireCond::Lt => current.is_none_or(|c| at_ms < c),
+        };
+        if !ok {
+            return Ok(false);
+        }
+        if at_ms <= self.now_ms() as i64 {
+            self.delete_meta(db, key)?;
+            return Ok(true);
+        }
+        m.expire_at_ms = at_ms as u64;
+        self.put_meta(db, key, m)?;
+        Ok(true)
+    }
+
+    /// PTTL / TTL / PEXPIRETIME / EXPIRETIME in milliseconds: -2 when the
+    /// key is absent, -1 when it has no expire time, else the remaining time
+    /// (`absolute = false`, at least 0) or the absolute expire time.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn ttl_ms(&mut self, db: u16, key: &[u8], absolute: bool) -> Result<i64> {
+        let Some(m) = self.meta(db, key)? else {
+            return Ok(-2);
+        };
+        if m.expire_at_ms == 0 {
+            return Ok(-1);
+        }
+        let at = m.expire_at_ms as i64;
+        Ok(if absolute {
+            at
+        } else {
+            (at - self.now_ms() as i64).max(0)
+        })
+    }
+
+    /// PERSIST: true when an expire time was removed.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn persist(&mut self, db: u16, key: &[u8]) -> Result<bool> {
+        match self.meta(db, key)? {
+            Some(mut m) if m.expire_at_ms != 0 => {
+                m.expire_at_ms = 0;
+                self.put_meta(db, key, m)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// RENAME (`nx = false`) / RENAMENX (`nx = true`) within `db`. The
+    /// value and its expire time move to `dst`, replacing it unless `nx`.
+    /// Returns false only for RENAMENX when `dst` exists (or `src == dst`).
+    /// Sets and hashes are copied element by element under a new version.
+    ///
+    /// # Errors
+    /// `NoSuchKey` when `src` is absent.
+    pub fn rename(&mut self, db: u16, src: &[u8], dst: &[u8], nx: bool) -> Result<bool> {
+        let Some(m) = self.meta(db, src)? else {
+            return Err(StoreError::NoSuchKey);
+        };
+        if src == dst {
+            return Ok(!nx);
+        }
+        if self.meta(db, dst)?.is_some() {
+            if nx {
+                return Ok(false);
+            }
+            self.delete_meta(db, dst)?;
+        }
+        let mut moved = m.clone();
+        if m.has_data() {
+            let version = self.new_data_version()?;
+            let elems: Vec<(Vec<u8>, Vec<u8>)> = self
+                .data_iter(db, src, m.version, None, false)
+                .collect::<Result<_>>()?;
+            for (sub, v) in elems {
+                self.data_put(db, dst, version, &sub, v);
+            }
+            moved.version = version;
+        }
+        self.delete_meta(db, src)?;
+        self.put_meta(db, dst, moved)?;
+        Ok(true)
+    }
+
+    /// KEYS: every live key of `db` matching the glob `pattern`, in key
+    /// order. Scans only the pattern's literal prefix.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn keys(&self, db: u16, pattern: &[u8]) -> Result<Vec<Vec<u8>>> {
+        self.check_db(db)?;
+        let prefix = literal_prefix(pattern);
+        let all = pattern == b"*";
+        let mut out = Vec::new();
+        for entry in self.meta_iter(db, Bound::Included(prefix)) {
+            let (key, _) = entry?;
+            if !key.starts_with(prefix) {
+                break;
+            }
+            if all || glob_match(pattern, &key) {
+                out.push(key);
+            }
+        }
+        Ok(out)
+    }
+
+    /// SCAN: visits up to `count` keys of `db` after `cursor` (0 = start)
+    /// and returns `(next cursor, matching keys)`; next cursor 0 = done.
+    /// Cursors are ids of positions the store remembers (bounded table); an
+    /// unknown cursor ends the iteration (`(0, [])`).
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn scan(
+        &self,
+        db: u16,
+        cursor: u64,
+        pattern: Option<&[u8]>,
+        count: usize,
+        kind: Option<Kind>,
+    ) -> Result<(u64, Vec<Vec<u8>>)> {
+        self.check_db(db)?;
+        let after = if cursor == 0 {
+            None
+        } else {
+            match self.inner.cursors.lock().get(cursor) {
+                Some(pos) => Some(pos),
+                None => return Ok((0, Vec::new())),
+            }
+        };
+        let mut out = Vec::new();
+        let mut last: Option<Vec<u8>> = None;
+        let mut more = false;
+        let start = match &after {
+            Some(a) => Bound::Excluded(a.as_slice()),
+            None => Bound::Unbounded,
+        };
+        for (visited, entry) in self.meta_iter(db, start).enumerate() {
+            let (key, m) = entry?;
+            if visited >= count.max(1) {
+                more = true;
+                break;
+            }
+            let keep =
+                pattern.is_none_or(|p| glob_match(p, &key)) && kind.is_none_or(|k| k == m.kind());
+            if keep {
+                out.push(key.clone());
+            }
+            last = Some(key);
+        }
+        let next = match (more, last) {
+            (true, Some(pos)) => self.inner.cursors.lock().insert(pos),
+            _ => 0,
+        };
+        Ok((next, out))
+    }
+
+    /// RANDOMKEY: a random live key of `db`, `None` when empty. Picks a
+    /// uniform position among the first 10,000 keys after a random skip
+    /// point; cost grows with the position (documented limitation).
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn random_key(&mut self, db: u16) -> Result<Option<Vec<u8>>> {
+        let n = self.dbsize(db)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let target = rand::random_range(0..n.min(10_000));
+        let mut first = None;
+        for (i, entry) in self.meta_iter(db, Bound::Unbounded).enumerate() {
+            let (key, _) = entry?;
+            if i as u64 == target {
+                return Ok(Some(key));
+            }
+            if first.is_none() {
+                first = Some(key);
+            }
+        }
+        Ok(first)
+    }
+
+    /// DBSIZE: number of keys in `db` (including expired keys not yet
+    /// removed, as Redis), counting this `Txn`'s own creations and deletes.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn dbsize(&self, db: u16) -> Result<u64> {
+        self.check_db(db)?;
+        let base = self
+            .inner
+            .counts
+            .lock()
+            .get(db as usize)
+            .map_or(0, |c| c.keys);
+        Ok(base.saturating_add_signed(self.pending_key_delta(db)))
+    }
+
+    /// FLUSHDB: removes every key of `db`. Requires [`Store::begin_exclusive`]
+    /// (crate::Store::begin_exclusive). Unlike other writes it is applied at
+    /// once, in chunks, not at commit; this `Txn`'s pending writes to `db`
+    /// are discarded. Elements are collected later by compaction.
+    ///
+    /// # Errors
+    /// `Io`; `Corrupt` on a malformed expiry entry.
+    pub fn flush_db(&mut self, db: u16) -> Result<()> {
+        self.check_db(db)?;
+        self.discard_db(Some(db));
+        let kv = &*self.inner.kv;
+        let prefix = keys::meta_db_prefix(db);
+        delete_matching(kv, Space::Meta, Some(&prefix), |_| Ok(true))?;
+        delete_matching(kv, Space::Expiry, None, |k| {
+            Ok(keys::split_expiry_key(k)?.1 == db)
+        })?;
+        let mut counts = self.inner.counts.lock();
+        let mut batch = WriteBatch::new();
+        batch.put(
+            Space::Meta,
+            counts_key(db),
+            encode_counts(DbStats::default()),
+        );
+        kv.write(batch, crate::store::Store::durability(&self.inner))?;
+        if let Some(c) = counts.get_mut(db as usize) {
+            *c = DbStats::default();
+        }
+        Ok(())
+    }
+
+    /// FLUSHALL: [`Txn::flush_db`] for every database.
+    ///
+    /// # Errors
+    /// As `flush_db`.
+    pub fn flush_all(&mut self) -> Result<()> {
+        for db in 0..self.databases() {
+            self.flush_db(db)?;
+        }
+        Ok(())
+    }
+
+    /// OBJECT ENCODING, as Redis 7.0 would name it: strings `int` /
+    /// `embstr` / `raw`; sets `intset` / `hashtable`; hashes `listpack` /
+    /// `hashtable`. `None` when the key is absent.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn object_encoding(&mut self, db: u16, key: &[u8]) -> Result<Option<&'static str>> {
+        let Some(m) = self.meta(db, key)? else {
+            return Ok(None);
+        };
+        Ok(Some(match &m.summary {
+            Summary::String(v) => {
+                if !m.big && v.len() <= 20 && parse_i64(v).is_some() {
+                    "int"
+                } else if !m.big && v.len() <= 44 {
+                    "embstr"
+                } else {
+                    "raw"
+                }
+            }
+            Summary::Set { .. } => {
+                if m.big {
+                    "hashtable"
+                } else {
+                    "intset"
+                }
+            }
+            Summary::Hash { .. } => {
+                if m.big {
+                    "hashtable"
+                } else {
+                    "listpack"
+                }
+            }
+        }))
+    }
+
+    /// MEMORY USAGE: bytes the key occupies in the store (its meta entry and
+    /// every element entry, keys and values, before compression). `None`
+    /// when absent.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn memory_usage(&mut self, db: u16, key: &[u8]) -> Result<Option<u64>> {
+        let Some(m) = self.meta(db, key)? else {
+            return Ok(None);
+        };
+        let mut total = (2 + key.len() + m.encode().len()) as u64;
+        if m.has_data() {
+            let plen = keys::data_prefix(db, key, m.version).len() as u64;
+            for e in self.data_iter(db, key, m.version, None, false) {
+                let (sub, v) = e?;
+                total += plen + sub.len() as u64 + v.len() as u64;
+            }
+        }
+        Ok(Some(total))
+    }
+
+    /// Active-expiry step for one key: deletes it when its expire time has
+    /// passed by the wall clock. Returns true when it deleted the key.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn expire_if_due(&mut self, db: u16, key: &[u8]) -> Result<bool> {
+        let now = now_ms();
+        if now > self.now_ms() {
+            self.set_now_ms(now);
+        }
+        // `meta` performs the lazy delete when the key is expired.
+        let mk_exists_before = self.exists_raw(db, key)?;
+        let live = self.meta(db, key)?.is_some();
+        Ok(mk_exists_before && !live)
+    }
+}
+
+/// Deletes every entry of `space` (optionally under `prefix`) for which
+/// `pred` holds, in chunks, each chunk one batch.
+fn delete_matching(
+    kv: &dyn crate::kv::Kv,
+    space: Space,
+    prefix: Option<&[u8]>,
+    pred: impl Fn(&[u8]) -> Result<bool>,
+) -> Result<()> {
+    loop {
+        let mut batch = WriteBatch::new();
+        {
+            let iter = match prefix {
+                Some(p) => kv.prefix(space, p, false),
+                None => kv.range(
+                    space,
+                    std::ops::Bound::Unbounded,
+                    std::ops::Bound::Unbounded,
+                    false,
+                ),
+            };
+            for e in iter {
+                let (k, _) = e?;
+                if pred(&k)? {
+                    batch.delete(space, k);
+                    if batch.len() >= FLUSH_CHUNK {
+                        break;
+                    }
+                }
+            }
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let full = batch.len() >= FLUSH_CHUNK;
+        kv.write(batch, crate::kv::Durability::Buffer)?;
+        if !full {
+            return Ok(());
+        }
+    }
+}
+
+/// Decoded meta of a key in a raw KV read (no overlay), for diagnostics.
+#[allow(dead_code)]
+pub(crate) fn raw_meta(kv: &dyn KvRead, db: u16, key: &[u8]) -> Result<Option<KeyMeta>> {
+    kv.get(Space::Meta, &keys::meta_key(db, key))?
+        .map(|b| KeyMeta::decode(&b))
+        .transpose()
+}

@@ -1,0 +1,243 @@
+//! `Kv`: the narrow storage trait under the store. It knows nothing of Redis
+//! types: three ordered byte maps (spaces), point reads, ordered range scans
+//! in both directions, atomic batches across spaces, snapshots, persistence
+//! and a forced compaction. `kv_lsm.rs` implements it on fjall, `kv_mem.rs`
+//! on `BTreeMap`s; `tests/kv_conformance.rs` runs against both.
+
+use crate::error::Result;
+use std::ops::Bound;
+
+/// One of the ordered byte maps of a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Space {
+    /// `db | key` → encoded `KeyMeta` (strings inline).
+    Meta,
+    /// `db | key len | key | version | subkey` → element value.
+    Data,
+    /// `expire_at_ms | db | key` → empty: the expiry index.
+    Expiry,
+}
+
+impl Space {
+    /// Every space, in a fixed order.
+    pub const ALL: [Space; 3] = [Space::Meta, Space::Data, Space::Expiry];
+
+    /// The on-disk name of the space (a fjall keyspace name).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Space::Meta => "meta",
+            Space::Data => "data",
+            Space::Expiry => "expiry",
+        }
+    }
+
+    /// Index of the space in [`Space::ALL`].
+    #[must_use]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One write of a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Insert or overwrite the entry.
+    Put(Vec<u8>),
+    /// Remove the entry (a no-op if it is absent).
+    Delete,
+}
+
+/// An ordered list of writes, applied atomically by [`Kv::write`]. When the
+/// same key appears twice the later write wins.
+#[derive(Clone, Debug, Default)]
+pub struct WriteBatch {
+    ops: Vec<(Space, Vec<u8>, Op)>,
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Queues an insert.
+    pub fn put(&mut self, space: Space, key: Vec<u8>, value: Vec<u8>) {
+        self.ops.push((space, key, Op::Put(value)));
+    }
+
+    /// Queues a delete.
+    pub fn delete(&mut self, space: Space, key: Vec<u8>) {
+        self.ops.push((space, key, Op::Delete));
+    }
+
+    /// Number of queued writes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// True when nothing is queued.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Consumes the batch into its writes, in order.
+    #[must_use]
+    pub fn into_ops(self) -> Vec<(Space, Vec<u8>, Op)> {
+        self.ops
+    }
+}
+
+/// How durable a committed batch is when [`Kv::write`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Handed to the OS (survives a process crash, not a power loss).
+    Buffer,
+    /// Synced to stable storage (survives a power loss).
+    Sync,
+}
+
+/// A boxed ordered iterator of `(key, value)` entries.
+pub type KvIter<'a> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + 'a>;
+
+/// Read access: the live store or a snapshot of it.
+pub trait KvRead: Send + Sync {
+    /// The value of `key` in `space`, if present.
+    ///
+    /// # Errors
+    /// `Io` when the underlying store fails.
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>>;
+
+    /// Entries with `start <= key < end` (per the bounds), ascending, or
+    /// descending when `reverse`. Errors are yielded by the iterator.
+    fn range(
+        &self,
+        space: Space,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> KvIter<'_>;
+
+    /// Entries whose key starts with `prefix`, ascending or descending.
+    fn prefix(&self, space: Space, prefix: &[u8], reverse: bool) -> KvIter<'_> {
+        match prefix_end(prefix) {
+            Some(end) => self.range(
+                space,
+                Bound::Included(prefix),
+                Bound::Excluded(&end),
+                reverse,
+            ),
+            None => self.range(space, Bound::Included(prefix), Bound::Unbounded, reverse),
+        }
+    }
+}
+
+/// Reads one `Meta` entry by key (the data GC's view of the live keys).
+pub type MetaLookup<'a> = dyn Fn(&[u8]) -> Result<Option<Vec<u8>>> + 'a;
+
+/// Decides whether a `Data` entry belongs to a dead key version. Installed
+/// by the store; called by [`Kv::compact`] and by the LSM store's background
+/// compactions.
+pub trait DataGc: Send + Sync {
+    /// True when the entry `data_key` can be dropped. `meta` reads the live
+    /// `Meta` space.
+    ///
+    /// # Errors
+    /// Errors from `meta` are passed through; the caller keeps the entry.
+    fn is_stale(&self, data_key: &[u8], meta: &MetaLookup<'_>) -> Result<bool>;
+}
+
+/// Sizes the store reports for INFO. Zero where a backend has no such thing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KvStats {
+    /// Bytes of table files (and blob files) on disk.
+    pub disk_bytes: u64,
+    /// Bytes of journal (write-ahead log) files on disk.
+    pub journal_bytes: u64,
+    /// Bytes held in memtables (active and sealed).
+    pub memtable_bytes: u64,
+    /// Bytes currently held by the block cache.
+    pub cache_bytes: u64,
+    /// Capacity of the block cache.
+    pub cache_capacity: u64,
+    /// Number of table files.
+    pub table_count: u64,
+    /// Compactions completed since open.
+    pub compactions_completed: u64,
+}
+
+/// The storage engine under the store.
+pub trait Kv: KvRead {
+    /// Applies `batch` atomically: after a crash either every write of it is
+    /// visible or none is.
+    ///
+    /// # Errors
+    /// `Io` when the write (or the sync) fails; nothing is applied then.
+    fn write(&self, batch: WriteBatch, durability: Durability) -> Result<()>;
+
+    /// A consistent read-only view as of now. Later writes are invisible to
+    /// it. `Data` entries of dead versions may still disappear from it (data
+    /// GC does not honour snapshots), so readers go through `Meta` first and
+    /// treat a missing element as absent.
+    fn snapshot(&self) -> Box<dyn KvRead>;
+
+    /// Syncs every batch written so far to stable storage.
+    ///
+    /// # Errors
+    /// `Io` when the sync fails.
+    fn persist(&self) -> Result<()>;
+
+    /// Flushes memtables and compacts every space fully, dropping stale
+    /// `Data` entries per the installed [`DataGc`]. Blocks until done.
+    ///
+    /// # Errors
+    /// `Io` on failure.
+    fn compact(&self) -> Result<()>;
+
+    /// Sizes for INFO.
+    fn stats(&self) -> KvStats;
+}
+
+/// True when the range holds no key at all (start after end), which some
+/// engines would reject with a panic.
+#[must_use]
+pub fn range_is_empty(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+    match (start, end) {
+        (Bound::Included(s), Bound::Included(e)) => s > e,
+        (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e))
+        | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
+        _ => false,
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix`, or `None`
+/// when no such key exists (the prefix is empty or all `0xFF`).
+#[must_use]
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.last_mut() {
+        if *last == 0xFF {
+            end.pop();
+        } else {
+            *last += 1;
+            return Some(end);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_end_skips_ff_bytes() {
+        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(prefix_end(b"\xff\xff"), None);
+        assert_eq!(prefix_end(b""), None);
+    }
+}

@@ -1,0 +1,272 @@
+//! `LsmKv`: the [`Kv`] on fjall 3 — the only file in the workspace that
+//! names fjall. One fjall `Database` with one keyspace per [`Space`]; batches
+//! are fjall write batches (atomic across keyspaces); stale `Data` entries
+//! are dropped by a fjall compaction filter installed on the `data`
+//! keyspace, which asks the store's [`DataGc`] with a read of the live
+//! `meta` keyspace.
+
+use crate::error::{Result, StoreError};
+use crate::kv::{
+    range_is_empty, DataGc, Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WriteBatch,
+};
+use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable, Snapshot};
+use parking_lot::RwLock;
+use std::cell::RefCell;
+use std::ops::Bound;
+use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::sync::Arc;
+
+fn io(e: fjall::Error) -> StoreError {
+    StoreError::Io(e.to_string())
+}
+
+/// The fjall-backed storage engine.
+pub struct LsmKv {
+    db: Database,
+    spaces: Arc<[Keyspace; 3]>,
+    /// The `meta` handle lent to the compaction filter. Cleared on drop:
+    /// the filter factory lives inside the database's config, so holding a
+    /// keyspace there would keep the database alive (and locked) forever.
+    meta_slot: MetaSlot,
+}
+
+type MetaSlot = Arc<RwLock<Option<Keyspace>>>;
+
+impl Drop for LsmKv {
+    fn drop(&mut self) {
+        self.meta_slot.write().take();
+    }
+}
+
+impl LsmKv {
+    /// Opens (or creates) the database in `dir` with a block cache of
+    /// `cache_bytes`, installing `gc` as the `data` compaction filter.
+    ///
+    /// # Errors
+    /// `Io` when the directory cannot be opened or recovery fails.
+    pub fn open(dir: &Path, cache_bytes: u64, gc: Option<Arc<dyn DataGc>>) -> Result<Self> {
+        let meta_slot: MetaSlot = Arc::new(RwLock::new(None));
+        let mut builder = Database::builder(dir).cache_size(cache_bytes.max(1 << 20));
+        if let Some(gc) = gc {
+            let factory: Arc<dyn Factory> = Arc::new(GcFactory(AssertUnwindSafe(GcShared {
+                gc,
+                meta: Arc::clone(&meta_slot),
+            })));
+            builder = builder.with_compaction_filter_factories(Arc::new(move |name: &str| {
+                (name == Space::Data.name()).then(|| Arc::clone(&factory))
+            }));
+        }
+        let db = builder.open().map_err(io)?;
+        let open = |s: Space| {
+            db.keyspace(s.name(), KeyspaceCreateOptions::default)
+                .map_err(io)
+        };
+        let spaces = [open(Space::Meta)?, open(Space::Data)?, open(Space::Expiry)?];
+        *meta_slot.write() = Some(spaces[Space::Meta.index()].clone());
+        Ok(LsmKv {
+            db,
+            spaces: Arc::new(spaces),
+            meta_slot,
+        })
+    }
+
+    fn ks(&self, space: Space) -> &Keyspace {
+        &self.spaces[space.index()]
+    }
+}
+
+fn collect_iter(iter: fjall::Iter) -> KvIter<'static> {
+    Box::new(iter.map(|guard| {
+        guard
+            .into_inner()
+            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+            .map_err(io)
+    }))
+}
+
+fn iter_dir(iter: fjall::Iter, reverse: bool) -> KvIter<'static> {
+    if reverse {
+        Box::new(collect_iter_rev(iter))
+    } else {
+        collect_iter(iter)
+    }
+}
+
+fn collect_iter_rev(
+    iter: fjall::Iter,
+) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + 'static {
+    iter.rev().map(|guard| {
+        guard
+            .into_inner()
+            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+            .map_err(io)
+    })
+}
+
+impl KvRead for LsmKv {
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.ks(space).get(key).map_err(io)?.map(|v| v.to_vec()))
+    }
+
+    fn range(
+        &self,
+        space: Space,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> KvIter<'_> {
+        if range_is_empty(start, end) {
+            return Box::new(std::iter::empty());
+        }
+        iter_dir(self.ks(space).range::<&[u8], _>((start, end)), reverse)
+    }
+}
+
+/// A fjall cross-keyspace snapshot.
+struct LsmSnapshot {
+    snap: Snapshot,
+    spaces: Arc<[Keyspace; 3]>,
+}
+
+impl KvRead for LsmSnapshot {
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .snap
+            .get(&self.spaces[space.index()], key)
+            .map_err(io)?
+            .map(|v| v.to_vec()))
+    }
+
+    fn range(
+        &self,
+        space: Space,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> KvIter<'_> {
+        if range_is_empty(start, end) {
+            return Box::new(std::iter::empty());
+        }
+        let iter = self
+            .snap
+            .range::<&[u8], _>(&self.spaces[space.index()], (start, end));
+        iter_dir(iter, reverse)
+    }
+}
+
+impl Kv for LsmKv {
+    fn write(&self, batch: WriteBatch, durability: Durability) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mode = match durability {
+            Durability::Buffer => PersistMode::Buffer,
+            Durability::Sync => PersistMode::SyncData,
+        };
+        let mut b = self.db.batch().durability(Some(mode));
+        for (space, key, op) in batch.into_ops() {
+            match op {
+                Op::Put(v) => b.insert(self.ks(space), key, v),
+                Op::Delete => b.remove(self.ks(space), key),
+            }
+        }
+        b.commit().map_err(io)
+    }
+
+    fn snapshot(&self) -> Box<dyn KvRead> {
+        Box::new(LsmSnapshot {
+            snap: self.db.snapshot(),
+            spaces: Arc::clone(&self.spaces),
+        })
+    }
+
+    fn persist(&self) -> Result<()> {
+        self.db.persist(PersistMode::SyncData).map_err(io)
+    }
+
+    fn compact(&self) -> Result<()> {
+        // Meta first, so that the data filter reads settled meta tables.
+        for space in Space::ALL {
+            let ks = self.ks(space);
+            ks.rotate_memtable_and_wait().map_err(io)?;
+            ks.major_compact().map_err(io)?;
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> KvStats {
+        KvStats {
+            disk_bytes: self.spaces.iter().map(Keyspace::disk_space).sum(),
+            journal_bytes: self.db.journal_disk_space().unwrap_or(0),
+            memtable_bytes: self.db.write_buffer_size(),
+            cache_bytes: self.db.cache_size(),
+            cache_capacity: self.db.cache_capacity(),
+            table_count: self.spaces.iter().map(|k| k.table_count() as u64).sum(),
+            compactions_completed: self.db.compactions_completed() as u64,
+        }
+    }
+}
+
+/// What the data compaction filter needs: the store's decision and a handle
+/// to the `meta` keyspace (set once the database is open).
+struct GcShared {
+    gc: Arc<dyn DataGc>,
+    meta: MetaSlot,
+}
+
+/// Makes one [`GcFilter`] per compaction run of the `data` keyspace.
+struct GcFactory(AssertUnwindSafe<GcShared>);
+
+impl Factory for GcFactory {
+    fn name(&self) -> &str {
+        "roaringd-data-gc"
+    }
+
+    fn make_filter(&self, _ctx: &Context) -> Box<dyn CompactionFilter> {
+        Box::new(GcFilter {
+            gc: Arc::clone(&self.0.gc),
+            meta: self.0.meta.read().clone(),
+            last: RefCell::new(None),
+        })
+    }
+}
+
+/// A memoised meta lookup: key and its value.
+type LastLookup = (Vec<u8>, Option<Vec<u8>>);
+
+/// Drops `data` entries whose key version is dead. Entries of one key and
+/// version are adjacent, so the last meta lookup is memoised.
+struct GcFilter {
+    gc: Arc<dyn DataGc>,
+    meta: Option<Keyspace>,
+    last: RefCell<Option<LastLookup>>,
+}
+
+impl CompactionFilter for GcFilter {
+    fn filter_item(
+        &mut self,
+        item: ItemAccessor<'_>,
+        _ctx: &Context,
+    ) -> fjall::compaction::filter::CompactionFilterResult {
+        let Some(meta) = &self.meta else {
+            return Ok(Verdict::Keep);
+        };
+        let lookup = |k: &[u8]| -> Result<Option<Vec<u8>>> {
+            if let Some((lk, lv)) = &*self.last.borrow() {
+                if lk.as_slice() == k {
+                    return Ok(lv.clone());
+                }
+            }
+            let v = meta.get(k).map_err(io)?.map(|v| v.to_vec());
+            *self.last.borrow_mut() = Some((k.to_vec(), v.clone()));
+            Ok(v)
+        };
+        // On any error keep the entry: a later compaction will retry.
+        match self.gc.is_stale(item.key(), &lookup) {
+            Ok(true) => Ok(Verdict::Destroy),
+            _ => Ok(Verdict::Keep),
+        }
+    }
+}

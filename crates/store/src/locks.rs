@@ -1,0 +1,166 @@
+//! Per-key locking: one global reader-writer lock (shared by every `Txn`,
+//! exclusive for whole-database operations) and a fixed array of striped
+//! mutexes. A `Txn` takes the stripes of its keys in ascending stripe order,
+//! each once, so two `Txn`s can never wait on each other in a cycle.
+//! Guards are `Arc`-based so a `Txn` owns them (`'static`, `Send`).
+
+use parking_lot::lock_api::{ArcMutexGuard, ArcRwLockReadGuard, ArcRwLockWriteGuard};
+use parking_lot::{Mutex, RawMutex, RawRwLock, RwLock};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+
+/// Number of key stripes.
+pub const STRIPES: usize = 4096;
+
+/// The lock table of a store.
+pub struct Locks {
+    global: Arc<RwLock<()>>,
+    stripes: Vec<Arc<Mutex<()>>>,
+}
+
+/// How a `Txn` holds the global lock.
+pub enum GlobalGuard {
+    /// Shared with other per-key transactions.
+    Shared(#[allow(dead_code)] ArcRwLockReadGuard<RawRwLock, ()>),
+    /// Alone: no other transaction runs.
+    Exclusive(#[allow(dead_code)] ArcRwLockWriteGuard<RawRwLock, ()>),
+    /// Not held here (extra stripes of a `Txn` that holds it already).
+    None,
+}
+
+/// The locks a `Txn` holds; released on drop.
+pub struct Held {
+    /// Stripes held, ascending (empty when exclusive).
+    pub stripes: Vec<usize>,
+    guards: Vec<ArcMutexGuard<RawMutex, ()>>,
+    /// The global guard; dropped last.
+    pub global: GlobalGuard,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // Release stripes before the global lock.
+        self.guards.clear();
+    }
+}
+
+impl Held {
+    /// True when this holder may write `(db, key)` without further locking.
+    #[must_use]
+    pub fn covers(&self, db: u16, key: &[u8]) -> bool {
+        matches!(self.global, GlobalGuard::Exclusive(_))
+            || self.stripes.binary_search(&stripe_of(db, key)).is_ok()
+    }
+
+    /// True when this holder has the global lock exclusively.
+    #[must_use]
+    pub fn is_exclusive(&self) -> bool {
+        matches!(self.global, GlobalGuard::Exclusive(_))
+    }
+}
+
+/// The stripe index of a key.
+#[must_use]
+pub fn stripe_of(db: u16, key: &[u8]) -> usize {
+    let mut h = DefaultHasher::new();
+    db.hash(&mut h);
+    key.hash(&mut h);
+    (h.finish() % STRIPES as u64) as usize
+}
+
+impl Default for Locks {
+    fn default() -> Self {
+        Locks {
+            global: Arc::new(RwLock::new(())),
+            stripes: (0..STRIPES).map(|_| Arc::new(Mutex::new(()))).collect(),
+        }
+    }
+}
+
+impl Locks {
+    /// Takes the shared global lock, then the stripes of `keys` in
+    /// ascending order (duplicates once). Blocks until all are held.
+    #[must_use]
+    pub fn lock_keys(&self, keys: &[(u16, &[u8])]) -> Held {
+        let global = GlobalGuard::Shared(self.global.read_arc());
+        let mut held = self.lock_keys_inner(keys);
+        held.global = global;
+        held
+    }
+
+    fn lock_keys_inner(&self, keys: &[(u16, &[u8])]) -> Held {
+        let mut stripes: Vec<usize> = keys.iter().map(|(db, k)| stripe_of(*db, k)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let guards = stripes
+            .iter()
+            .map(|&s| self.stripes[s].lock_arc())
+            .collect();
+        Held {
+            stripes,
+            guards,
+            global: GlobalGuard::None,
+        }
+    }
+
+    /// Takes the stripes of `keys` without the global lock (for a `Txn`
+    /// that already holds it and writes a key it did not name).
+    #[must_use]
+    pub fn lock_stripes_only(&self, keys: &[(u16, &[u8])]) -> Held {
+        self.lock_keys_inner(keys)
+    }
+
+    /// Takes the global lock exclusively (waits for every other holder).
+    #[must_use]
+    pub fn lock_exclusive(&self) -> Held {
+        Held {
+            stripes: Vec::new(),
+            guards: Vec::new(),
+            global: GlobalGuard::Exclusive(self.global.write_arc()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_keys_dedupes_stripes() {
+        let locks = Locks::default();
+        let held = locks.lock_keys(&[(0, b"a"), (0, b"a"), (1, b"b")]);
+        assert!(held.stripes.len() <= 2);
+        assert!(held.covers(0, b"a"));
+        assert!(held.covers(1, b"b"));
+        assert!(held.stripes.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn crossing_lock_orders_do_not_deadlock() {
+        let locks = Arc::new(Locks::default());
+        let keys: Vec<Vec<u8>> = (0..50).map(|i| format!("k{i}").into_bytes()).collect();
+        let keys = Arc::new(keys);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let locks = Arc::clone(&locks);
+                let keys = Arc::clone(&keys);
+                std::thread::spawn(move || {
+                    for i in 0..500 {
+                        let a = &keys[(i * 7 + t) % 50];
+                        let b = &keys[(i * 13 + 3 * t) % 50];
+                        let pair: Vec<(u16, &[u8])> = if t % 2 == 0 {
+                            vec![(0, a), (0, b)]
+                        } else {
+                            vec![(0, b), (0, a)]
+                        };
+                        let _h = locks.lock_keys(&pair);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let _ex = locks.lock_exclusive();
+    }
+}

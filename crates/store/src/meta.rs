@@ -1,0 +1,259 @@
+//! `KeyMeta`: the `meta` entry of one user key — its type, version, expire
+//! time, encoding flag and type summary (a string's bytes inline; a set's
+//! cardinality; a hash's length) — and its checked byte codec.
+//!
+//! ```text
+//! format u8 = 1 | kind u8 | flags u8 | version u64 BE | expire_at_ms u64 BE | summary
+//! summary: string → the value bytes
+//!          set    → card u64 BE
+//!          hash   → len u64 BE | next_seq u64 BE
+//! ```
+
+use crate::error::{Result, StoreError};
+
+const FORMAT: u8 = 1;
+const HEADER: usize = 19;
+/// Flag bit: the key has left its small encoding (Redis never goes back).
+const FLAG_BIG: u8 = 1;
+
+/// The Redis type of a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// String.
+    String,
+    /// Set of members.
+    Set,
+    /// Hash of fields.
+    Hash,
+}
+
+impl Kind {
+    /// The name TYPE replies with.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::String => "string",
+            Kind::Set => "set",
+            Kind::Hash => "hash",
+        }
+    }
+
+    fn tag(self) -> u8 {
+        match self {
+            Kind::String => 0,
+            Kind::Set => 1,
+            Kind::Hash => 2,
+        }
+    }
+}
+
+/// The type-specific part of a key's meta.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Summary {
+    /// A string's bytes (strings live inline in `meta`).
+    String(Vec<u8>),
+    /// A set: its member count (members are `data` entries).
+    Set {
+        /// Number of members.
+        card: u64,
+    },
+    /// A hash: its field count and the next insertion sequence number
+    /// (fields carry it to replay Redis's listpack insertion order).
+    Hash {
+        /// Number of fields.
+        len: u64,
+        /// Sequence number the next new field gets.
+        next_seq: u64,
+    },
+}
+
+/// The `meta` entry of a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyMeta {
+    /// Version of the key's `data` entries; unique across restarts.
+    pub version: u64,
+    /// Absolute expire time in Unix milliseconds; 0 = no expiry.
+    pub expire_at_ms: u64,
+    /// The key has been converted to its big encoding (raw string,
+    /// hashtable set or hash); sticky, as in Redis.
+    pub big: bool,
+    /// Type and summary.
+    pub summary: Summary,
+}
+
+impl KeyMeta {
+    /// The key's type.
+    #[must_use]
+    pub fn kind(&self) -> Kind {
+        match self.summary {
+            Summary::String(_) => Kind::String,
+            Summary::Set { .. } => Kind::Set,
+            Summary::Hash { .. } => Kind::Hash,
+        }
+    }
+
+    /// True when the key has an expire time at or before `now_ms`.
+    #[must_use]
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
+    }
+
+    /// True when the key's elements live in `data` entries.
+    #[must_use]
+    pub fn has_data(&self) -> bool {
+        !matches!(self.summary, Summary::String(_))
+    }
+
+    /// Encodes into the `meta` value bytes.
+    #[must_use]
+    pub fn encode(&self) -> Vec<u8> {
+        let extra = match &self.summary {
+            Summary::String(v) => v.len(),
+            Summary::Set { .. } => 8,
+            Summary::Hash { .. } => 16,
+        };
+        let mut out = Vec::with_capacity(HEADER + extra);
+        out.push(FORMAT);
+        out.push(self.kind().tag());
+        out.push(if self.big { FLAG_BIG } else { 0 });
+        out.extend_from_slice(&self.version.to_be_bytes());
+        out.extend_from_slice(&self.expire_at_ms.to_be_bytes());
+        match &self.summary {
+            Summary::String(v) => out.extend_from_slice(v),
+            Summary::Set { card } => out.extend_from_slice(&card.to_be_bytes()),
+            Summary::Hash { len, next_seq } => {
+                out.extend_from_slice(&len.to_be_bytes());
+                out.extend_from_slice(&next_seq.to_be_bytes());
+            }
+        }
+        out
+    }
+
+    /// Decodes `meta` value bytes, validating every field.
+    ///
+    /// # Errors
+    /// `Corrupt` on an unknown format or kind, or a wrong length.
+    pub fn decode(bytes: &[u8]) -> Result<KeyMeta> {
+        Self::decode_header(bytes).and_then(|(kind, big, version, expire_at_ms)| {
+            let rest = &bytes[HEADER..];
+            let summary = match kind {
+                0 => Summary::String(rest.to_vec()),
+                1 => Summary::Set {
+                    card: u64::from_be_bytes(exact::<8>(rest)?),
+                },
+                2 => {
+                    let b = exact::<16>(rest)?;
+                    let (l, s) = b.split_at(8);
+                    Summary::Hash {
+                        len: u64::from_be_bytes(l.try_into().map_err(|_| bad_len())?),
+                        next_seq: u64::from_be_bytes(s.try_into().map_err(|_| bad_len())?),
+                    }
+                }
+                k => return Err(StoreError::Corrupt(format!("unknown key kind {k}"))),
+            };
+            Ok(KeyMeta {
+                version,
+                expire_at_ms,
+                big,
+                summary,
+            })
+        })
+    }
+
+    /// Reads only the version of encoded meta bytes (for the data GC).
+    ///
+    /// # Errors
+    /// `Corrupt` when the header is malformed.
+    pub fn decode_version(bytes: &[u8]) -> Result<u64> {
+        Self::decode_header(bytes).map(|h| h.2)
+    }
+
+    fn decode_header(bytes: &[u8]) -> Result<(u8, bool, u64, u64)> {
+        if bytes.len() < HEADER {
+            return Err(StoreError::corrupt("meta value shorter than its header"));
+        }
+        if bytes[0] != FORMAT {
+            return Err(StoreError::Corrupt(format!(
+                "unknown meta format {}",
+                bytes[0]
+            )));
+        }
+        let mut v = [0u8; 8];
+        v.copy_from_slice(&bytes[3..11]);
+        let mut e = [0u8; 8];
+        e.copy_from_slice(&bytes[11..19]);
+        Ok((
+            bytes[1],
+            bytes[2] & FLAG_BIG != 0,
+            u64::from_be_bytes(v),
+            u64::from_be_bytes(e),
+        ))
+    }
+}
+
+fn bad_len() -> StoreError {
+    StoreError::corrupt("meta summary has the wrong length")
+}
+
+fn exact<const N: usize>(b: &[u8]) -> Result<[u8; N]> {
+    b.try_into().map_err(|_| bad_len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples() -> Vec<KeyMeta> {
+        vec![
+            KeyMeta {
+                version: 1,
+                expire_at_ms: 0,
+                big: false,
+                summary: Summary::String(b"hello".to_vec()),
+            },
+            KeyMeta {
+                version: u64::MAX,
+                expire_at_ms: 123,
+                big: true,
+                summary: Summary::Set { card: 7 },
+            },
+            KeyMeta {
+                version: 9,
+                expire_at_ms: 5,
+                big: false,
+                summary: Summary::Hash {
+                    len: 3,
+                    next_seq: 10,
+                },
+            },
+        ]
+    }
+
+    #[test]
+    fn meta_roundtrips() {
+        for m in samples() {
+            let b = m.encode();
+            assert_eq!(KeyMeta::decode(&b).unwrap(), m);
+            assert_eq!(KeyMeta::decode_version(&b).unwrap(), m.version);
+        }
+    }
+
+    #[test]
+    fn meta_decode_of_damaged_bytes_is_corrupt_not_panic() {
+        for m in samples() {
+            let b = m.encode();
+            for n in 0..b.len() {
+                let r = KeyMeta::decode(&b[..n]);
+                if m.kind() != Kind::String || n < HEADER {
+                    assert!(r.is_err(), "{m:?} truncated at {n}");
+                }
+            }
+            let mut x = b.clone();
+            x[1] = 77;
+            assert!(KeyMeta::decode(&x).is_err());
+            let mut y = b.clone();
+            y[0] = 0;
+            assert!(KeyMeta::decode(&y).is_err());
+        }
+    }
+}

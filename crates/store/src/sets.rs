@@ -1,0 +1,421 @@
+//! Set operations on a `Txn`: SADD, SREM, SISMEMBER, SMISMEMBER, SCARD,
+//! SMEMBERS, SSCAN, SPOP, SRANDMEMBER, SMOVE, SINTER/SUNION/SDIFF (+STORE),
+//! SINTERCARD. A set is a meta entry (cardinality in its summary, so SCARD
+//! is O(1)) plus one `data` entry per member with an empty value.
+//!
+//! Encoding names follow Redis 7.0: `intset` while every member is an
+//! integer and there are at most 512 of them, then `hashtable` for good.
+//! Small (intset) sets list members in numeric order, as Redis does.
+
+use crate::error::Result;
+use crate::glob::glob_match;
+use crate::meta::{KeyMeta, Kind, Summary};
+use crate::number::parse_i64;
+use crate::sample;
+use crate::txn::{Pairs, Txn};
+
+/// `set-max-intset-entries` default.
+pub const MAX_INTSET_ENTRIES: u64 = 512;
+
+fn card_of(m: &KeyMeta) -> u64 {
+    match m.summary {
+        Summary::Set { card } => card,
+        _ => 0,
+    }
+}
+
+/// True when `members` keep a set in the intset encoding.
+fn fits_intset(card: u64, member: &[u8]) -> bool {
+    card <= MAX_INTSET_ENTRIES && parse_i64(member).is_some()
+}
+
+/// Sorts members numerically when they all parse as integers (intset
+/// order), else leaves them in byte order.
+fn intset_order(members: &mut [Vec<u8>]) {
+    members.sort_by_key(|m| parse_i64(m).unwrap_or(i64::MAX));
+}
+
+/// How a set-algebra command combines its inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetOp {
+    /// SINTER.
+    Inter,
+    /// SUNION.
+    Union,
+    /// SDIFF (first minus the others).
+    Diff,
+}
+
+impl Txn {
+    fn set_meta(&mut self, db: u16, key: &[u8]) -> Result<Option<KeyMeta>> {
+        self.meta_of(db, key, Kind::Set)
+    }
+
+    /// SADD: adds members, creating the set; returns how many were new.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn sadd<M: AsRef<[u8]>>(&mut self, db: u16, key: &[u8], members: &[M]) -> Result<u64> {
+        let mut m = match self.set_meta(db, key)? {
+            Some(m) => m,
+            None => KeyMeta {
+                version: self.new_data_version()?,
+                expire_at_ms: 0,
+                big: false,
+                summary: Summary::Set { card: 0 },
+            },
+        };
+        let mut card = card_of(&m);
+        let mut added = 0;
+        for member in members {
+            let member = member.as_ref();
+            if self.data_get(db, key, m.version, member)?.is_none() {
+                self.data_put(db, key, m.version, member, Vec::new());
+                card += 1;
+                added += 1;
+                if !m.big && !fits_intset(card, member) {
+                    m.big = true;
+                }
+            }
+        }
+        if added > 0 {
+            m.summary = Summary::Set { card };
+            self.put_meta(db, key, m)?;
+        }
+        Ok(added)
+    }
+
+    /// SREM: removes members; deletes the key when it empties. Returns how
+    /// many were removed.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn srem<M: AsRef<[u8]>>(&mut self, db: u16, key: &[u8], members: &[M]) -> Result<u64> {
+        let Some(mut m) = self.set_meta(db, key)? else {
+            return Ok(0);
+        };
+        let mut card = card_of(&m);
+        let mut removed = 0;
+        for member in members {
+            let member = member.as_ref();
+            if self.data_get(db, key, m.version, member)?.is_some() {
+                self.data_delete(db, key, m.version, member);
+                card = card.saturating_sub(1);
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            if card == 0 {
+                self.delete_meta(db, key)?;
+            } else {
+                m.summary = Summary::Set { card };
+                self.put_meta(db, key, m)?;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// SISMEMBER.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn sismember(&mut self, db: u16, key: &[u8], member: &[u8]) -> Result<bool> {
+        let Some(m) = self.set_meta(db, key)? else {
+            return Ok(false);
+        };
+        Ok(self.data_get(db, key, m.version, member)?.is_some())
+    }
+
+    /// SMISMEMBER: one flag per member.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn smismember<M: AsRef<[u8]>>(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        members: &[M],
+    ) -> Result<Vec<bool>> {
+        let Some(m) = self.set_meta(db, key)? else {
+            return Ok(vec![false; members.len()]);
+        };
+        members
+            .iter()
+            .map(|x| Ok(self.data_get(db, key, m.version, x.as_ref())?.is_some()))
+            .collect()
+    }
+
+    /// SCARD, O(1).
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn scard(&mut self, db: u16, key: &[u8]) -> Result<u64> {
+        Ok(self.set_meta(db, key)?.map_or(0, |m| card_of(&m)))
+    }
+
+    /// SMEMBERS: every member (intset sets in numeric order, others in
+    /// byte order).
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn smembers(&mut self, db: u16, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let Some(m) = self.set_meta(db, key)? else {
+            return Ok(Vec::new());
+        };
+        self.members_of(db, key, &m)
+    }
+
+    fn members_of(&self, db: u16, key: &[u8], m: &KeyMeta) -> Result<Vec<Vec<u8>>> {
+        let mut out: Vec<Vec<u8>> = self
+            .data_iter(db, key, m.version, None, false)
+            .map(|r| r.map(|(k, _)| k))
+            .collect::<Result<_>>()?;
+        if !m.big {
+            intset_order(&mut out);
+        }
+        Ok(out)
+    }
+
+    /// SSCAN: `(next cursor, members)`. Intset sets return everything with
+    /// cursor 0 (as Redis does for small encodings); others visit `count`
+    /// members per call. An unknown cursor ends the scan.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn sscan(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        cursor: u64,
+        pattern: Option<&[u8]>,
+        count: usize,
+    ) -> Result<(u64, Vec<Vec<u8>>)> {
+        let Some(m) = self.set_meta(db, key)? else {
+            return Ok((0, Vec::new()));
+        };
+        if !m.big {
+            let mut all = self.members_of(db, key, &m)?;
+            all.retain(|x| pattern.is_none_or(|p| glob_match(p, x)));
+            return Ok((0, all));
+        }
+        let (next, items) = self.scan_elements(db, key, &m, cursor, count)?;
+        Ok((
+            next,
+            items
+                .into_iter()
+                .map(|(k, _)| k)
+                .filter(|x| pattern.is_none_or(|p| glob_match(p, x)))
+                .collect(),
+        ))
+    }
+
+    /// One page of a big set's or hash's elements after `cursor`.
+    pub(crate) fn scan_elements(
+        &self,
+        db: u16,
+        key: &[u8],
+        m: &KeyMeta,
+        cursor: u64,
+        count: usize,
+    ) -> Result<(u64, Pairs)> {
+        let after = if cursor == 0 {
+            None
+        } else {
+            match self.inner.cursors.lock().get(cursor) {
+                Some(p) => Some(p),
+                None => return Ok((0, Vec::new())),
+            }
+        };
+        let mut items = Vec::new();
+        let mut more = false;
+        for e in self.data_iter(db, key, m.version, after.as_deref(), false) {
+            let e = e?;
+            if items.len() >= count.max(1) {
+                more = true;
+                break;
+            }
+            items.push(e);
+        }
+        let next = match (more, items.last()) {
+            (true, Some((last, _))) => self.inner.cursors.lock().insert(last.clone()),
+            _ => 0,
+        };
+        Ok((next, items))
+    }
+
+    /// SPOP: removes and returns up to `count` random members (one when
+    /// `count` is `None`); deletes the key when it empties.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn spop(&mut self, db: u16, key: &[u8], count: Option<u64>) -> Result<Vec<Vec<u8>>> {
+        let Some(m) = self.set_meta(db, key)? else {
+            return Ok(Vec::new());
+        };
+        let want = count.unwrap_or(1);
+        let card = card_of(&m);
+        let chosen = if want >= card {
+            self.members_of(db, key, &m)?
+        } else {
+            let all = self
+                .data_iter(db, key, m.version, None, false)
+                .map(|r| r.map(|(k, _)| k))
+                .collect::<Result<Vec<_>>>()?;
+            sample::reservoir(all.into_iter(), want as usize)
+        };
+        self.srem(db, key, &chosen)?;
+        Ok(chosen)
+    }
+
+    /// SRANDMEMBER: `count` `None` → at most one member; positive → that
+    /// many distinct members (at most the cardinality); negative → exactly
+    /// `-count` members, possibly repeated.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn srandmember(&mut self, db: u16, key: &[u8], count: Option<i64>) -> Result<Vec<Vec<u8>>> {
+        let Some(m) = self.set_meta(db, key)? else {
+            return Ok(Vec::new());
+        };
+        let iter = self
+            .data_iter(db, key, m.version, None, false)
+            .map(|r| r.map(|(k, _)| k));
+        match count {
+            None => sample::reservoir(iter, 1).into_iter().collect(),
+            Some(c) if c >= 0 => {
+                if c as u64 >= card_of(&m) {
+                    return self.members_of(db, key, &m);
+                }
+                sample::reservoir(iter, c as usize).into_iter().collect()
+            }
+            Some(c) => {
+                let pool = iter.collect::<Result<Vec<_>>>()?;
+                Ok(sample::with_repeats(&pool, c.unsigned_abs() as usize))
+            }
+        }
+    }
+
+    /// SMOVE: moves `member` from `src` to `dst`. True when it was in `src`.
+    ///
+    /// # Errors
+    /// `WrongType` when either key holds another type.
+    pub fn smove(&mut self, db: u16, src: &[u8], dst: &[u8], member: &[u8]) -> Result<bool> {
+        let sm = self.set_meta(db, src)?;
+        self.set_meta(db, dst)?;
+        let Some(sm) = sm else { return Ok(false) };
+        if src == dst {
+            return Ok(self.data_get(db, src, sm.version, member)?.is_some());
+        }
+        if self.srem(db, src, &[member])? == 0 {
+            return Ok(false);
+        }
+        self.sadd(db, dst, &[member])?;
+        Ok(true)
+    }
+
+    /// SINTER / SUNION / SDIFF over `keys` (missing keys are empty sets).
+    /// Every key is type-checked first.
+    ///
+    /// # Errors
+    /// `WrongType` when any key holds another type.
+    pub fn set_combine<K: AsRef<[u8]>>(
+        &mut self,
+        db: u16,
+        op: SetOp,
+        keys: &[K],
+    ) -> Result<Vec<Vec<u8>>> {
+        let mut metas = Vec::with_capacity(keys.len());
+        for k in keys {
+            metas.push(self.set_meta(db, k.as_ref())?);
+        }
+        match op {
+            SetOp::Inter => {
+                if metas.iter().any(Option::is_none) {
+                    return Ok(Vec::new());
+                }
+                let Some(smallest) =
+                    (0..keys.len()).min_by_key(|&i| metas[i].as_ref().map_or(0, card_of))
+                else {
+                    return Ok(Vec::new());
+                };
+                let base = self.members_of(
+                    db,
+                    keys[smallest].as_ref(),
+                    metas[smallest].as_ref().expect("checked"),
+                )?;
+                let mut out = Vec::new();
+                'outer: for x in base {
+                    for (i, k) in keys.iter().enumerate() {
+                        if i == smallest {
+                            continue;
+                        }
+                        let ver = metas[i].as_ref().map_or(0, |m| m.version);
+                        if self.data_get(db, k.as_ref(), ver, &x)?.is_none() {
+                            continue 'outer;
+                        }
+                    }
+                    out.push(x);
+                }
+                Ok(out)
+            }
+            SetOp::Union => {
+                let mut all = std::collections::BTreeSet::new();
+                for (k, m) in keys.iter().zip(&metas) {
+                    if let Some(m) = m {
+                        all.extend(self.members_of(db, k.as_ref(), m)?);
+                    }
+                }
+                Ok(all.into_iter().collect())
+            }
+            SetOp::Diff => {
+                let Some(Some(first)) = metas.first() else {
+                    return Ok(Vec::new());
+                };
+                let base = self.members_of(db, keys[0].as_ref(), first)?;
+                let mut out = Vec::new();
+                'next: for x in base {
+                    for (k, m) in keys.iter().zip(&metas).skip(1) {
+                        if let Some(m) = m {
+                            if self.data_get(db, k.as_ref(), m.version, &x)?.is_some() {
+                                continue 'next;
+                            }
+                        }
+                    }
+                    out.push(x);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// SINTERSTORE / SUNIONSTORE / SDIFFSTORE: stores the result in `dst`
+    /// (replacing it; deleting it when the result is empty) and returns the
+    /// result's size.
+    ///
+    /// # Errors
+    /// `WrongType` when a source key holds another type.
+    pub fn set_combine_store<K: AsRef<[u8]>>(
+        &mut self,
+        db: u16,
+        op: SetOp,
+        dst: &[u8],
+        keys: &[K],
+    ) -> Result<u64> {
+        let result = self.set_combine(db, op, keys)?;
+        self.del(db, dst)?;
+        if !result.is_empty() {
+            self.sadd(db, dst, &result)?;
+        }
+        Ok(result.len() as u64)
+    }
+
+    /// SINTERCARD: size of the intersection, stopping at `limit` (0 = no
+    /// limit).
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn sintercard<K: AsRef<[u8]>>(&mut self, db: u16, keys: &[K], limit: u64) -> Result<u64> {
+        let n = self.set_combine(db, SetOp::Inter, keys)?.len() as u64;
+        Ok(if limit == 0 { n } else { n.min(limit) })
+    }
+}

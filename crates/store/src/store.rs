@@ -1,0 +1,448 @@
+//! `Store`: the handle the server holds. Opens the `Kv` (fjall on disk, or
+//! in memory), owns versions, locks, per-database counters, the SCAN cursor
+//! table, the sync mode and its background persister, and starts `Txn`s.
+
+use crate::error::{Result, StoreError};
+use crate::keys::{self, INTERNAL_DB};
+use crate::kv::{DataGc, Durability, Kv, KvStats, Space, WriteBatch};
+use crate::kv_lsm::LsmKv;
+use crate::kv_mem::MemKv;
+use crate::locks::Locks;
+use crate::meta::KeyMeta;
+use crate::txn::Txn;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// When committed batches reach stable storage (Redis `appendfsync`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncMode {
+    /// Synced before `commit` returns.
+    Always,
+    /// Synced by a background thread once a second.
+    EverySec,
+    /// Left to the OS.
+    No,
+}
+
+impl SyncMode {
+    fn to_u8(self) -> u8 {
+        match self {
+            SyncMode::Always => 0,
+            SyncMode::EverySec => 1,
+            SyncMode::No => 2,
+        }
+    }
+
+    fn from_u8(v: u8) -> Self {
+        match v {
+            0 => SyncMode::Always,
+            1 => SyncMode::EverySec,
+            _ => SyncMode::No,
+        }
+    }
+}
+
+/// How to open a store.
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    /// Data directory; `None` keeps everything in memory (tests).
+    pub dir: Option<PathBuf>,
+    /// Number of databases (SELECT 0..databases). At most 65535.
+    pub databases: u16,
+    /// Initial sync mode.
+    pub sync: SyncMode,
+    /// Block cache size in bytes (fjall only).
+    pub cache_bytes: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            dir: None,
+            databases: 16,
+            sync: SyncMode::EverySec,
+            cache_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Key counts of one database (INFO keyspace).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DbStats {
+    /// Keys (including expired ones not yet removed).
+    pub keys: u64,
+    /// Keys with an expire time.
+    pub expires: u64,
+}
+
+/// Everything INFO reports about the store.
+#[derive(Clone, Debug, Default)]
+pub struct StoreStats {
+    /// Per database, index = db number.
+    pub dbs: Vec<DbStats>,
+    /// Engine sizes.
+    pub kv: KvStats,
+    /// Keys removed by expiry (lazy and active) since open.
+    pub expired_keys: u64,
+}
+
+/// Bits of a version below the epoch.
+const EPOCH_SHIFT: u32 = 40;
+
+/// Version allocation: `epoch << 40 | seq`, the epoch persisted and bumped
+/// on every open, so versions are unique across restarts. Versions handed
+/// to live transactions that may write `data` entries are "in flight"; the
+/// data GC never drops entries at or above the oldest in-flight version.
+pub(crate) struct VersionState {
+    epoch: u64,
+    next: u64,
+    inflight: BTreeMap<u64, u32>,
+}
+
+impl VersionState {
+    /// Versions below this belong to finished transactions.
+    fn horizon(&self) -> u64 {
+        self.inflight.keys().next().copied().unwrap_or(self.next)
+    }
+}
+
+/// The data GC the store installs into the `Kv`.
+struct StoreGc {
+    versions: Arc<Mutex<VersionState>>,
+}
+
+impl DataGc for StoreGc {
+    fn is_stale(&self, data_key: &[u8], meta: &crate::kv::MetaLookup<'_>) -> Result<bool> {
+        let parts = keys::split_data_key(data_key)?;
+        if parts.db == INTERNAL_DB || parts.version >= self.versions.lock().horizon() {
+            return Ok(false);
+        }
+        match meta(&keys::meta_key(parts.db, parts.key))? {
+            None => Ok(true),
+            Some(bytes) => Ok(KeyMeta::decode_version(&bytes)? != parts.version),
+        }
+    }
+}
+
+/// Remembers where SCAN-family iterations stopped: cursor id → the last
+/// entry key returned. Bounded; the oldest cursors are forgotten.
+pub(crate) struct Cursors {
+    map: HashMap<u64, Vec<u8>>,
+    order: VecDeque<u64>,
+}
+
+const MAX_CURSORS: usize = 1 << 16;
+
+impl Cursors {
+    pub(crate) fn insert(&mut self, pos: Vec<u8>) -> u64 {
+        let mut id;
+        loop {
+            id = rand::random::<u64>() >> 1;
+            if id != 0 && !self.map.contains_key(&id) {
+                break;
+            }
+        }
+        if self.order.len() >= MAX_CURSORS {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
+        self.map.insert(id, pos);
+        self.order.push_back(id);
+        id
+    }
+
+    pub(crate) fn get(&self, id: u64) -> Option<Vec<u8>> {
+        self.map.get(&id).cloned()
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) kv: Box<dyn Kv>,
+    pub(crate) databases: u16,
+    sync: AtomicU8,
+    pub(crate) locks: Locks,
+    pub(crate) versions: Arc<Mutex<VersionState>>,
+    /// Per-database counters; also serialises commits that change them.
+    pub(crate) counts: Mutex<Vec<DbStats>>,
+    pub(crate) cursors: Mutex<Cursors>,
+    pub(crate) expired: std::sync::atomic::AtomicU64,
+}
+
+/// The store handle: cheap to clone, shared by every connection.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) inner: Arc<Inner>,
+}
+
+fn epoch_key() -> Vec<u8> {
+    keys::meta_key(INTERNAL_DB, b"epoch")
+}
+
+pub(crate) fn counts_key(db: u16) -> Vec<u8> {
+    let mut k = keys::meta_key(INTERNAL_DB, b"counts:");
+    k.extend_from_slice(&db.to_be_bytes());
+    k
+}
+
+pub(crate) fn encode_counts(c: DbStats) -> Vec<u8> {
+    let mut v = c.keys.to_be_bytes().to_vec();
+    v.extend_from_slice(&c.expires.to_be_bytes());
+    v
+}
+
+fn decode_u64(b: &[u8]) -> Result<u64> {
+    Ok(u64::from_be_bytes(b.try_into().map_err(|_| {
+        StoreError::corrupt("internal counter has the wrong length")
+    })?))
+}
+
+/// Current Unix time in milliseconds.
+#[must_use]
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Opens the store: fjall in `config.dir`, or in memory when `None`.
+    /// Bumps and syncs the version epoch; starts the once-a-second persister
+    /// (it exits when the last `Store` handle is dropped).
+    ///
+    /// # Errors
+    /// `Io` when the directory cannot be opened; `Corrupt` when the internal
+    /// records are damaged.
+    pub fn open(config: StoreConfig) -> Result<Store> {
+        let versions = Arc::new(Mutex::new(VersionState {
+            epoch: 0,
+            next: 0,
+            inflight: BTreeMap::new(),
+        }));
+        let gc: Arc<dyn DataGc> = Arc::new(StoreGc {
+            versions: Arc::clone(&versions),
+        });
+        let kv: Box<dyn Kv> = match &config.dir {
+            Some(dir) => Box::new(LsmKv::open(dir, config.cache_bytes, Some(gc))?),
+            None => Box::new(MemKv::new(Some(gc))),
+        };
+        let databases = config.databases.clamp(1, INTERNAL_DB);
+        let epoch = match kv.get(Space::Meta, &epoch_key())? {
+            Some(b) => decode_u64(&b)? + 1,
+            None => 1,
+        };
+        let mut batch = WriteBatch::new();
+        batch.put(Space::Meta, epoch_key(), epoch.to_be_bytes().to_vec());
+        kv.write(batch, Durability::Sync)?;
+        {
+            let mut v = versions.lock();
+            v.epoch = epoch;
+            v.next = epoch << EPOCH_SHIFT;
+        }
+        let mut counts = Vec::with_capacity(databases as usize);
+        for db in 0..databases {
+            counts.push(match kv.get(Space::Meta, &counts_key(db))? {
+                Some(b) if b.len() == 16 => DbStats {
+                    keys: decode_u64(&b[..8])?,
+                    expires: decode_u64(&b[8..])?,
+                },
+                Some(_) => return Err(StoreError::corrupt("bad key counter record")),
+                None => DbStats::default(),
+            });
+        }
+        let inner = Arc::new(Inner {
+            kv,
+            databases,
+            sync: AtomicU8::new(config.sync.to_u8()),
+            locks: Locks::default(),
+            versions,
+            counts: Mutex::new(counts),
+            cursors: Mutex::new(Cursors {
+                map: HashMap::new(),
+                order: VecDeque::new(),
+            }),
+            expired: std::sync::atomic::AtomicU64::new(0),
+        });
+        if config.dir.is_some() {
+            spawn_persister(Arc::downgrade(&inner));
+        }
+        Ok(Store { inner })
+    }
+
+    /// Number of databases.
+    #[must_use]
+    pub fn databases(&self) -> u16 {
+        self.inner.databases
+    }
+
+    /// Current sync mode.
+    #[must_use]
+    pub fn sync_mode(&self) -> SyncMode {
+        SyncMode::from_u8(self.inner.sync.load(Ordering::Relaxed))
+    }
+
+    /// Changes the sync mode (CONFIG SET appendfsync); applies to the next
+    /// commit.
+    pub fn set_sync_mode(&self, mode: SyncMode) {
+        self.inner.sync.store(mode.to_u8(), Ordering::Relaxed);
+    }
+
+    /// Starts a transaction over `keys`: takes the shared global lock and
+    /// the keys' stripe locks (ascending, deduplicated), blocking until held.
+    /// The `Txn` may read any key, but writes only keys it locked (others
+    /// are locked on demand, see [`Txn`]).
+    #[must_use]
+    pub fn begin(&self, keys: &[(u16, &[u8])]) -> Txn {
+        Txn::new(Arc::clone(&self.inner), self.inner.locks.lock_keys(keys))
+    }
+
+    /// Starts a transaction that excludes every other one (FLUSHDB,
+    /// FLUSHALL, SWAPDB-like operations).
+    #[must_use]
+    pub fn begin_exclusive(&self) -> Txn {
+        Txn::new(Arc::clone(&self.inner), self.inner.locks.lock_exclusive())
+    }
+
+    /// Syncs everything committed so far (SAVE, shutdown).
+    ///
+    /// # Errors
+    /// `Io` on failure.
+    pub fn persist(&self) -> Result<()> {
+        self.inner.kv.persist()
+    }
+
+    /// Flushes and fully compacts the store, dropping stale element entries.
+    /// Blocks; for tests and admin commands.
+    ///
+    /// # Errors
+    /// `Io` on failure.
+    pub fn compact(&self) -> Result<()> {
+        self.inner.kv.compact()
+    }
+
+    /// Counters and engine sizes for INFO.
+    #[must_use]
+    pub fn stats(&self) -> StoreStats {
+        StoreStats {
+            dbs: self.inner.counts.lock().clone(),
+            kv: self.inner.kv.stats(),
+            expired_keys: self.inner.expired.load(Ordering::Relaxed),
+        }
+    }
+
+    /// A consistent read-only view of the raw spaces (for tests, and for a
+    /// future full-sync). See [`Kv::snapshot`].
+    #[must_use]
+    pub fn snapshot(&self) -> Box<dyn crate::kv::KvRead> {
+        self.inner.kv.snapshot()
+    }
+
+    /// Raw access to the storage engine (tests, diagnostics).
+    #[must_use]
+    pub fn kv(&self) -> &dyn Kv {
+        &*self.inner.kv
+    }
+
+    /// Removes up to `budget` keys whose expire time has passed, oldest
+    /// first, reading the expiry index. Returns how many keys it removed.
+    /// Each key is locked as in `begin`.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt` from the store.
+    pub fn active_expire_cycle(&self, budget: usize) -> Result<usize> {
+        let now = now_ms();
+        let end = (now + 1).to_be_bytes();
+        let mut due: Vec<(u16, Vec<u8>)> = Vec::new();
+        for entry in self.inner.kv.range(
+            Space::Expiry,
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Excluded(&end),
+            false,
+        ) {
+            if due.len() >= budget {
+                break;
+            }
+            let (k, _) = entry?;
+            let (_, db, key) = keys::split_expiry_key(&k)?;
+            if db < self.inner.databases {
+                due.push((db, key.to_vec()));
+            }
+        }
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let refs: Vec<(u16, &[u8])> = due.iter().map(|(d, k)| (*d, k.as_slice())).collect();
+        let mut txn = self.begin(&refs);
+        let mut n = 0;
+        for (db, key) in &due {
+            if txn.expire_if_due(*db, key)? {
+                n += 1;
+            }
+        }
+        txn.commit()?;
+        Ok(n)
+    }
+
+    /// Allocates a fresh version. `for_data`: the caller may write `data`
+    /// entries under it, so it stays in flight until `release_version`.
+    pub(crate) fn alloc_version(inner: &Inner, for_data: bool) -> Result<u64> {
+        let mut v = inner.versions.lock();
+        if v.next >= (v.epoch + 1) << EPOCH_SHIFT {
+            // 2^40 versions used in one run: move to the next epoch.
+            let epoch = v.epoch + 1;
+            let mut batch = WriteBatch::new();
+            batch.put(Space::Meta, epoch_key(), epoch.to_be_bytes().to_vec());
+            inner.kv.write(batch, Durability::Sync)?;
+            v.epoch = epoch;
+            v.next = epoch << EPOCH_SHIFT;
+        }
+        let ver = v.next;
+        v.next += 1;
+        if for_data {
+            *v.inflight.entry(ver).or_insert(0) += 1;
+        }
+        Ok(ver)
+    }
+
+    /// Ends the in-flight period of versions from `alloc_version(_, true)`.
+    pub(crate) fn release_versions(inner: &Inner, vers: &[u64]) {
+        if vers.is_empty() {
+            return;
+        }
+        let mut v = inner.versions.lock();
+        for ver in vers {
+            if let Some(c) = v.inflight.get_mut(ver) {
+                *c -= 1;
+                if *c == 0 {
+                    v.inflight.remove(ver);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn durability(inner: &Inner) -> Durability {
+        if SyncMode::from_u8(inner.sync.load(Ordering::Relaxed)) == SyncMode::Always {
+            Durability::Sync
+        } else {
+            Durability::Buffer
+        }
+    }
+}
+
+fn spawn_persister(weak: Weak<Inner>) {
+    let _ = std::thread::Builder::new()
+        .name("roaringd-fsync".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let Some(inner) = weak.upgrade() else { return };
+            if SyncMode::from_u8(inner.sync.load(Ordering::Relaxed)) == SyncMode::EverySec {
+                // A failure here surfaces on the next commit (fjall poisons).
+                let _ = inner.kv.persist();
+            }
+        });
+}

@@ -1,0 +1,528 @@
+//! `Txn`: one command's (or one EXEC's) view of the store. Holds its locks,
+//! an overlay of its own writes (every read sees them), the original state
+//! of each key it touched (for the per-database counters and the expiry
+//! index, both derived at commit), and its in-flight versions. `commit`
+//! writes one atomic batch; dropping without commit discards everything.
+
+use crate::error::{Result, StoreError};
+use crate::keys;
+use crate::kv::{KvIter, Space, WriteBatch};
+use crate::locks::Held;
+use crate::meta::{KeyMeta, Kind};
+use crate::store::{counts_key, encode_counts, now_ms, Inner, Store};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::iter::Peekable;
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// A transaction over the store. See the module docs.
+///
+/// Writes to a key whose stripe the `Txn` does not hold take that stripe
+/// lock on demand; that is deadlock-free only if callers name every key they
+/// write in [`Store::begin`], which the server's key specs guarantee.
+pub struct Txn {
+    pub(crate) inner: Arc<Inner>,
+    now: u64,
+    /// Meta overlay by meta key: `None` = deleted in this txn.
+    meta: BTreeMap<Vec<u8>, Option<KeyMeta>>,
+    /// Expire time of each touched key before this txn (`None` = absent).
+    orig: HashMap<Vec<u8>, Option<u64>>,
+    /// Data overlay by data key: `None` = deleted in this txn.
+    data: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    touched: BTreeSet<(u16, Vec<u8>)>,
+    versions: Vec<u64>,
+    expired: u64,
+    extra_locks: Vec<Held>,
+    held: Held,
+}
+
+impl Drop for Txn {
+    fn drop(&mut self) {
+        Store::release_versions(&self.inner, &self.versions);
+    }
+}
+
+impl Txn {
+    pub(crate) fn new(inner: Arc<Inner>, held: Held) -> Txn {
+        Txn {
+            inner,
+            now: now_ms(),
+            meta: BTreeMap::new(),
+            orig: HashMap::new(),
+            data: BTreeMap::new(),
+            touched: BTreeSet::new(),
+            versions: Vec::new(),
+            expired: 0,
+            extra_locks: Vec::new(),
+            held,
+        }
+    }
+
+    /// The time this transaction runs at (Unix ms, fixed at begin, as Redis
+    /// freezes the clock for one command).
+    #[must_use]
+    pub fn now_ms(&self) -> u64 {
+        self.now
+    }
+
+    /// Overrides the transaction clock (tests of expiry).
+    pub fn set_now_ms(&mut self, now: u64) {
+        self.now = now;
+    }
+
+    /// Number of databases of the store.
+    #[must_use]
+    pub fn databases(&self) -> u16 {
+        self.inner.databases
+    }
+
+    /// True when the `Txn` holds the global lock exclusively.
+    #[must_use]
+    pub fn is_exclusive(&self) -> bool {
+        self.held.is_exclusive()
+    }
+
+    pub(crate) fn check_db(&self, db: u16) -> Result<()> {
+        if db < self.inner.databases {
+            Ok(())
+        } else {
+            Err(StoreError::DbIndexOutOfRange)
+        }
+    }
+
+    /// Writes the overlay as one atomic batch (synced per the sync mode)
+    /// and returns the keys it modified, each once, sorted. Keys removed by
+    /// lazy expiry are included.
+    ///
+    /// # Errors
+    /// `Io` when the write fails; nothing is applied then.
+    pub fn commit(mut self) -> Result<Vec<(u16, Vec<u8>)>> {
+        let mut batch = WriteBatch::new();
+        let mut deltas: BTreeMap<u16, (i64, i64)> = BTreeMap::new();
+        let meta = std::mem::take(&mut self.meta);
+        for (mk, new) in meta {
+            let (db, key) = keys::split_meta_key(&mk)?;
+            let old_exp = self.orig.get(&mk).copied().flatten();
+            let old_exists = self.orig.get(&mk).is_some_and(Option::is_some);
+            let new_exp = new.as_ref().map(|m| m.expire_at_ms);
+            let d = deltas.entry(db).or_default();
+            d.0 += i64::from(new.is_some()) - i64::from(old_exists);
+            d.1 += i64::from(new_exp.is_some_and(|e| e != 0))
+                - i64::from(old_exp.is_some_and(|e| e != 0));
+            let old_e = old_exp.unwrap_or(0);
+            let new_e = new_exp.unwrap_or(0);
+            if old_e != new_e {
+                if old_e != 0 {
+                    batch.delete(Space::Expiry, keys::expiry_key(old_e, db, key));
+                }
+                if new_e != 0 {
+                    batch.put(Space::Expiry, keys::expiry_key(new_e, db, key), Vec::new());
+                }
+            }
+            match new {
+                Some(m) => batch.put(Space::Meta, mk, m.encode()),
+                None => batch.delete(Space::Meta, mk),
+            }
+        }
+        for (dk, v) in std::mem::take(&mut self.data) {
+            match v {
+                Some(v) => batch.put(Space::Data, dk, v),
+                None => batch.delete(Space::Data, dk),
+            }
+        }
+        let durability = Store::durability(&self.inner);
+        deltas.retain(|_, d| *d != (0, 0));
+        if deltas.is_empty() {
+            self.inner.kv.write(batch, durability)?;
+        } else {
+            let mut counts = self.inner.counts.lock();
+            let mut next = counts.clone();
+            for (db, (dk, de)) in &deltas {
+                if let Some(c) = next.get_mut(*db as usize) {
+                    c.keys = c.keys.saturating_add_signed(*dk);
+                    c.expires = c.expires.saturating_add_signed(*de);
+                    batch.put(Space::Meta, counts_key(*db), encode_counts(*c));
+                }
+            }
+            self.inner.kv.write(batch, durability)?;
+            *counts = next;
+        }
+        self.inner
+            .expired
+            .fetch_add(self.expired, Ordering::Relaxed);
+        Ok(std::mem::take(&mut self.touched).into_iter().collect())
+    }
+
+    // ----- meta ---------------------------------------------------------
+
+    /// Reads meta as stored (expired or not), recording the original state.
+    fn load_meta(&mut self, mk: &[u8]) -> Result<Option<KeyMeta>> {
+        if let Some(m) = self.meta.get(mk) {
+            return Ok(m.clone());
+        }
+        let m = match self.inner.kv.get(Space::Meta, mk)? {
+            Some(b) => Some(KeyMeta::decode(&b)?),
+            None => None,
+        };
+        if !self.orig.contains_key(mk) {
+            self.orig
+                .insert(mk.to_vec(), m.as_ref().map(|m| m.expire_at_ms));
+        }
+        Ok(m)
+    }
+
+    /// The live meta of `(db, key)`: `None` when absent or expired. An
+    /// expired key this `Txn` holds the lock of is deleted (at commit).
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn meta(&mut self, db: u16, key: &[u8]) -> Result<Option<KeyMeta>> {
+        let mk = keys::meta_key(db, key);
+        let Some(m) = self.load_meta(&mk)? else {
+            return Ok(None);
+        };
+        if m.is_expired(self.now) {
+            if self.held.covers(db, key) {
+                self.meta.insert(mk, None);
+                self.touched.insert((db, key.to_vec()));
+                self.expired += 1;
+            }
+            return Ok(None);
+        }
+        Ok(Some(m))
+    }
+
+    /// Live meta that must be of `kind`.
+    ///
+    /// # Errors
+    /// `WrongType` when the key holds another type.
+    pub fn meta_of(&mut self, db: u16, key: &[u8], kind: Kind) -> Result<Option<KeyMeta>> {
+        match self.meta(db, key)? {
+            Some(m) if m.kind() != kind => Err(StoreError::WrongType),
+            m => Ok(m),
+        }
+    }
+
+    fn ensure_locked(&mut self, db: u16, key: &[u8]) {
+        if !self.held.covers(db, key) && !self.extra_locks.iter().any(|h| h.covers(db, key)) {
+            self.extra_locks
+                .push(self.inner.locks.lock_stripes_only(&[(db, key)]));
+        }
+    }
+
+    /// Writes the meta of `(db, key)` (created or replaced).
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt` while reading the original state.
+    pub fn put_meta(&mut self, db: u16, key: &[u8], m: KeyMeta) -> Result<()> {
+        self.check_db(db)?;
+        self.ensure_locked(db, key);
+        let mk = keys::meta_key(db, key);
+        self.load_meta(&mk)?;
+        self.meta.insert(mk, Some(m));
+        self.touched.insert((db, key.to_vec()));
+        Ok(())
+    }
+
+    /// Deletes `(db, key)`: its meta goes, its elements become stale.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt` while reading the original state.
+    pub fn delete_meta(&mut self, db: u16, key: &[u8]) -> Result<()> {
+        self.check_db(db)?;
+        self.ensure_locked(db, key);
+        let mk = keys::meta_key(db, key);
+        self.load_meta(&mk)?;
+        self.meta.insert(mk, None);
+        self.touched.insert((db, key.to_vec()));
+        Ok(())
+    }
+
+    /// A fresh version for a key that will get `data` entries.
+    ///
+    /// # Errors
+    /// `Io` when a new epoch must be persisted and that fails.
+    pub fn new_data_version(&mut self) -> Result<u64> {
+        let v = Store::alloc_version(&self.inner, true)?;
+        self.versions.push(v);
+        Ok(v)
+    }
+
+    /// A fresh version for a key without `data` entries (a string).
+    ///
+    /// # Errors
+    /// As [`Txn::new_data_version`].
+    pub fn new_plain_version(&mut self) -> Result<u64> {
+        Store::alloc_version(&self.inner, false)
+    }
+
+    /// Live meta entries `(user key, meta)` of database `db` from `start`
+    /// (a bound on the user key), ascending, overlay applied, expired keys
+    /// skipped.
+    pub(crate) fn meta_iter(
+        &self,
+        db: u16,
+        start: Bound<&[u8]>,
+    ) -> impl Iterator<Item = Result<(Vec<u8>, KeyMeta)>> + '_ {
+        let prefix = keys::meta_db_prefix(db);
+        let end = crate::kv::prefix_end(&prefix);
+        let start_key: Bound<Vec<u8>> = match start {
+            Bound::Included(k) => Bound::Included(keys::meta_key(db, k)),
+            Bound::Excluded(k) => Bound::Excluded(keys::meta_key(db, k)),
+            Bound::Unbounded => Bound::Included(prefix.to_vec()),
+        };
+        let start = as_ref_bound(&start_key);
+        let end_b: Bound<&[u8]> = match &end {
+            Some(e) => Bound::Excluded(e.as_slice()),
+            None => Bound::Unbounded,
+        };
+        let kv: KvIter<'_> = self.inner.kv.range(Space::Meta, start, end_b, false);
+        let kv = kv.map(|r| r.and_then(|(k, v)| Ok((k, KeyMeta::decode(&v)?))));
+        let ov: Box<dyn Iterator<Item = (Vec<u8>, Option<KeyMeta>)> + Send + '_> =
+            if crate::kv::range_is_empty(start, end_b) {
+                Box::new(std::iter::empty())
+            } else {
+                Box::new(
+                    self.meta
+                        .range::<[u8], _>((start, end_b))
+                        .map(|(k, v)| (k.clone(), v.clone())),
+                )
+            };
+        let now = self.now;
+        Merge::new(kv, ov, false).filter_map(move |r| match r {
+            Ok((_, m)) if m.is_expired(now) => None,
+            Ok((mk, m)) => Some(Ok((mk[2..].to_vec(), m))),
+            Err(e) => Some(Err(e)),
+        })
+    }
+
+    /// True when a meta entry exists for the key (expired or not).
+    pub(crate) fn exists_raw(&mut self, db: u16, key: &[u8]) -> Result<bool> {
+        Ok(self.load_meta(&keys::meta_key(db, key))?.is_some())
+    }
+
+    /// Keys created minus keys deleted in `db` by this `Txn` so far.
+    pub(crate) fn pending_key_delta(&self, db: u16) -> i64 {
+        let prefix = keys::meta_db_prefix(db);
+        self.meta
+            .iter()
+            .filter(|(mk, _)| mk.starts_with(&prefix))
+            .map(|(mk, new)| {
+                let old = self.orig.get(mk).is_some_and(Option::is_some);
+                i64::from(new.is_some()) - i64::from(old)
+            })
+            .sum()
+    }
+
+    /// Drops this `Txn`'s pending writes and recorded originals for `db`
+    /// (every database when `None`); used by flushes.
+    pub(crate) fn discard_db(&mut self, db: Option<u16>) {
+        let keep = |k: &[u8]| match db {
+            Some(d) => !k.starts_with(&d.to_be_bytes()),
+            None => false,
+        };
+        self.meta.retain(|k, _| keep(k));
+        self.orig.retain(|k, _| keep(k));
+        self.data.retain(|k, _| keep(k));
+    }
+
+    // ----- data ---------------------------------------------------------
+
+    /// One element of a key version.
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn data_get(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        sub: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        let dk = keys::data_key(db, key, version, sub);
+        if let Some(v) = self.data.get(&dk) {
+            return Ok(v.clone());
+        }
+        self.inner.kv.get(Space::Data, &dk)
+    }
+
+    /// Writes one element.
+    pub fn data_put(&mut self, db: u16, key: &[u8], version: u64, sub: &[u8], value: Vec<u8>) {
+        self.ensure_locked(db, key);
+        self.data
+            .insert(keys::data_key(db, key, version, sub), Some(value));
+        self.touched.insert((db, key.to_vec()));
+    }
+
+    /// Deletes one element.
+    pub fn data_delete(&mut self, db: u16, key: &[u8], version: u64, sub: &[u8]) {
+        self.ensure_locked(db, key);
+        self.data
+            .insert(keys::data_key(db, key, version, sub), None);
+        self.touched.insert((db, key.to_vec()));
+    }
+
+    /// Elements `(subkey, value)` of a key version with subkey after `after`
+    /// (exclusive; `None` = from the first), ascending or descending
+    /// (descending: subkeys before `after`), overlay applied.
+    pub fn data_iter(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        after: Option<&[u8]>,
+        reverse: bool,
+    ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + '_ {
+        let prefix = keys::data_prefix(db, key, version);
+        let plen = prefix.len();
+        let pend = crate::kv::prefix_end(&prefix);
+        let cursor = after.map(|a| keys::data_key(db, key, version, a));
+        let (start, end): (Bound<Vec<u8>>, Bound<Vec<u8>>) = match (&cursor, reverse) {
+            (Some(c), false) => (Bound::Excluded(c.clone()), owned_end(&pend)),
+            (Some(c), true) => (Bound::Included(prefix.clone()), Bound::Excluded(c.clone())),
+            (None, _) => (Bound::Included(prefix.clone()), owned_end(&pend)),
+        };
+        let sb = as_ref_bound(&start);
+        let eb = as_ref_bound(&end);
+        let kv = self.inner.kv.range(Space::Data, sb, eb, reverse);
+        let ov: Box<dyn Iterator<Item = OverlayEntry> + Send + '_> =
+            if crate::kv::range_is_empty(sb, eb) {
+                Box::new(std::iter::empty())
+            } else if reverse {
+                Box::new(
+                    self.data
+                        .range::<[u8], _>((sb, eb))
+                        .rev()
+                        .map(|(k, v)| (k.clone(), v.clone())),
+                )
+            } else {
+                Box::new(
+                    self.data
+                        .range::<[u8], _>((sb, eb))
+                        .map(|(k, v)| (k.clone(), v.clone())),
+                )
+            };
+        Merge::new(kv, ov, reverse).map(move |r| r.map(|(k, v)| (k[plen..].to_vec(), v)))
+    }
+}
+
+/// An overlay entry of the data space: key and new value (`None` = deleted).
+type OverlayEntry = (Vec<u8>, Option<Vec<u8>>);
+
+/// Element pairs `(subkey or field, value)`.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn owned_end(pend: &Option<Vec<u8>>) -> Bound<Vec<u8>> {
+    match pend {
+        Some(e) => Bound::Excluded(e.clone()),
+        None => Bound::Unbounded,
+    }
+}
+
+fn as_ref_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Merges an ordered store iterator with an ordered overlay iterator over
+/// the same range; the overlay wins on equal keys and `None` hides a key.
+struct Merge<K, O, T>
+where
+    K: Iterator<Item = Result<(Vec<u8>, T)>>,
+    O: Iterator<Item = (Vec<u8>, Option<T>)>,
+{
+    kv: Peekable<K>,
+    ov: Peekable<O>,
+    reverse: bool,
+}
+
+impl<K, O, T> Merge<K, O, T>
+where
+    K: Iterator<Item = Result<(Vec<u8>, T)>>,
+    O: Iterator<Item = (Vec<u8>, Option<T>)>,
+{
+    fn new(kv: K, ov: O, reverse: bool) -> Self {
+        Merge {
+            kv: kv.peekable(),
+            ov: ov.peekable(),
+            reverse,
+        }
+    }
+}
+
+impl<K, O, T> Iterator for Merge<K, O, T>
+where
+    K: Iterator<Item = Result<(Vec<u8>, T)>>,
+    O: Iterator<Item = (Vec<u8>, Option<T>)>,
+{
+    type Item = Result<(Vec<u8>, T)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let take_ov = match (self.kv.peek(), self.ov.peek()) {
+                (None, None) => return None,
+                (Some(_), None) => return self.kv.next(),
+                (Some(Err(_)), _) => return self.kv.next(),
+                (None, Some(_)) => true,
+                (Some(Ok((kk, _))), Some((ok, _))) => {
+                    if kk == ok {
+                        self.kv.next();
+                        true
+                    } else {
+                        (ok < kk) != self.reverse
+                    }
+                }
+            };
+            if !take_ov {
+                return self.kv.next();
+            }
+            if let Some((k, Some(v))) = self.ov.next() {
+                return Some(Ok((k, v)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(kv: Vec<(&str, &str)>, ov: Vec<(&str, Option<&str>)>, reverse: bool) -> Vec<String> {
+        let kv = kv
+            .into_iter()
+            .map(|(k, v)| Ok((k.as_bytes().to_vec(), v.to_string())));
+        let ov = ov
+            .into_iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.map(str::to_string)));
+        Merge::new(kv, ov, reverse)
+            .map(|r| {
+                let (k, v) = r.unwrap();
+                format!("{}={v}", String::from_utf8(k).unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn merge_overlay_wins_and_hides() {
+        assert_eq!(
+            run(
+                vec![("a", "1"), ("b", "2"), ("d", "4")],
+                vec![("b", None), ("c", Some("3")), ("d", Some("x"))],
+                false
+            ),
+            vec!["a=1", "c=3", "d=x"]
+        );
+        assert_eq!(
+            run(
+                vec![("d", "4"), ("b", "2"), ("a", "1")],
+                vec![("d", Some("x")), ("c", Some("3")), ("b", None)],
+                true
+            ),
+            vec!["d=x", "c=3", "a=1"]
+        );
+    }
+}

@@ -1,0 +1,303 @@
+//! One conformance suite for the `Kv` trait and the `Store` on top of it,
+//! run against both backends: `MemKv` (in memory) and `LsmKv` (fjall in a
+//! temporary directory).
+
+use roaringd_store::keys;
+use roaringd_store::kv::{Durability, Kv, Space, WriteBatch};
+use roaringd_store::kv_lsm::LsmKv;
+use roaringd_store::kv_mem::MemKv;
+use roaringd_store::{Store, StoreConfig, SyncMode};
+use std::ops::Bound;
+
+fn backends() -> Vec<(&'static str, Box<dyn Kv>, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let lsm = LsmKv::open(dir.path(), 8 << 20, None).unwrap();
+    vec![
+        ("mem", Box::new(MemKv::new(None)), None),
+        ("lsm", Box::new(lsm), Some(dir)),
+    ]
+}
+
+fn stores() -> Vec<(&'static str, Store, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let lsm = Store::open(StoreConfig {
+        dir: Some(dir.path().to_path_buf()),
+        databases: 16,
+        sync: SyncMode::No,
+        cache_bytes: 8 << 20,
+    })
+    .unwrap();
+    let mem = Store::open(StoreConfig::default()).unwrap();
+    vec![("mem", mem, None), ("lsm", lsm, Some(dir))]
+}
+
+fn keys_of(it: roaringd_store::kv::KvIter<'_>) -> Vec<Vec<u8>> {
+    it.map(|r| r.unwrap().0).collect()
+}
+
+#[test]
+fn kv_get_put_delete_roundtrip() {
+    for (name, kv, _d) in backends() {
+        assert_eq!(kv.get(Space::Meta, b"a").unwrap(), None, "{name}");
+        let mut b = WriteBatch::new();
+        b.put(Space::Meta, b"a".to_vec(), b"1".to_vec());
+        b.put(Space::Data, b"a".to_vec(), b"2".to_vec());
+        kv.write(b, Durability::Buffer).unwrap();
+        assert_eq!(
+            kv.get(Space::Meta, b"a").unwrap(),
+            Some(b"1".to_vec()),
+            "{name}"
+        );
+        assert_eq!(
+            kv.get(Space::Data, b"a").unwrap(),
+            Some(b"2".to_vec()),
+            "{name}"
+        );
+        assert_eq!(kv.get(Space::Expiry, b"a").unwrap(), None, "{name}");
+        let mut b = WriteBatch::new();
+        b.delete(Space::Meta, b"a".to_vec());
+        kv.write(b, Durability::Sync).unwrap();
+        assert_eq!(kv.get(Space::Meta, b"a").unwrap(), None, "{name}");
+    }
+}
+
+#[test]
+fn kv_batch_later_write_wins() {
+    for (name, kv, _d) in backends() {
+        let mut b = WriteBatch::new();
+        b.put(Space::Meta, b"k".to_vec(), b"1".to_vec());
+        b.delete(Space::Meta, b"k".to_vec());
+        b.put(Space::Meta, b"j".to_vec(), b"1".to_vec());
+        b.put(Space::Meta, b"j".to_vec(), b"2".to_vec());
+        kv.write(b, Durability::Buffer).unwrap();
+        assert_eq!(kv.get(Space::Meta, b"k").unwrap(), None, "{name}");
+        assert_eq!(
+            kv.get(Space::Meta, b"j").unwrap(),
+            Some(b"2".to_vec()),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn kv_range_and_prefix_scans_are_ordered_both_ways() {
+    for (name, kv, _d) in backends() {
+        let mut b = WriteBatch::new();
+        for k in ["a", "ab", "abc", "b", "ba", "c"] {
+            b.put(Space::Data, k.as_bytes().to_vec(), Vec::new());
+        }
+        // Enough keys to cross the in-memory chunk size.
+        for i in 0..300u32 {
+            b.put(Space::Meta, i.to_be_bytes().to_vec(), vec![1]);
+        }
+        kv.write(b, Durability::Buffer).unwrap();
+        let fwd = keys_of(kv.prefix(Space::Data, b"a", false));
+        assert_eq!(
+            fwd,
+            vec![b"a".to_vec(), b"ab".to_vec(), b"abc".to_vec()],
+            "{name}"
+        );
+        let rev = keys_of(kv.prefix(Space::Data, b"a", true));
+        assert_eq!(
+            rev,
+            vec![b"abc".to_vec(), b"ab".to_vec(), b"a".to_vec()],
+            "{name}"
+        );
+        let r = keys_of(kv.range(
+            Space::Data,
+            Bound::Excluded(b"ab"),
+            Bound::Included(b"ba"),
+            false,
+        ));
+        assert_eq!(
+            r,
+            vec![b"abc".to_vec(), b"b".to_vec(), b"ba".to_vec()],
+            "{name}"
+        );
+        let empty = keys_of(kv.range(
+            Space::Data,
+            Bound::Included(b"z"),
+            Bound::Excluded(b"a"),
+            false,
+        ));
+        assert!(empty.is_empty(), "{name}");
+        let all = keys_of(kv.range(Space::Meta, Bound::Unbounded, Bound::Unbounded, false));
+        assert_eq!(all.len(), 300, "{name}");
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "{name}");
+        let all_rev = keys_of(kv.range(Space::Meta, Bound::Unbounded, Bound::Unbounded, true));
+        assert_eq!(all_rev.len(), 300, "{name}");
+        assert!(all_rev.windows(2).all(|w| w[0] > w[1]), "{name}");
+    }
+}
+
+#[test]
+fn kv_snapshot_ignores_later_writes() {
+    for (name, kv, _d) in backends() {
+        let mut b = WriteBatch::new();
+        b.put(Space::Meta, b"x".to_vec(), b"old".to_vec());
+        kv.write(b, Durability::Buffer).unwrap();
+        let snap = kv.snapshot();
+        let mut b = WriteBatch::new();
+        b.put(Space::Meta, b"x".to_vec(), b"new".to_vec());
+        b.put(Space::Meta, b"y".to_vec(), b"new".to_vec());
+        kv.write(b, Durability::Buffer).unwrap();
+        assert_eq!(
+            snap.get(Space::Meta, b"x").unwrap(),
+            Some(b"old".to_vec()),
+            "{name}"
+        );
+        assert_eq!(snap.get(Space::Meta, b"y").unwrap(), None, "{name}");
+        assert_eq!(
+            keys_of(snap.prefix(Space::Meta, b"", false)).len(),
+            1,
+            "{name}"
+        );
+        assert_eq!(
+            kv.get(Space::Meta, b"x").unwrap(),
+            Some(b"new".to_vec()),
+            "{name}"
+        );
+        kv.persist().unwrap();
+        kv.compact().unwrap();
+        assert_eq!(
+            kv.get(Space::Meta, b"y").unwrap(),
+            Some(b"new".to_vec()),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn store_txn_reads_its_own_writes_and_drop_discards() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[(0, b"k")]);
+        t.put_string(0, b"k", b"v".to_vec(), 0, false).unwrap();
+        assert_eq!(t.get(0, b"k").unwrap(), Some(b"v".to_vec()), "{name}");
+        drop(t);
+        let mut t = store.begin(&[(0, b"k")]);
+        assert_eq!(t.get(0, b"k").unwrap(), None, "{name}");
+        t.put_string(0, b"k", b"v".to_vec(), 0, false).unwrap();
+        let touched = t.commit().unwrap();
+        assert_eq!(touched, vec![(0, b"k".to_vec())], "{name}");
+        let mut t = store.begin(&[(0, b"k")]);
+        assert_eq!(t.get(0, b"k").unwrap(), Some(b"v".to_vec()), "{name}");
+        assert_eq!(t.dbsize(0).unwrap(), 1, "{name}");
+        assert_eq!(store.stats().dbs[0].keys, 1, "{name}");
+    }
+}
+
+#[test]
+fn store_deleted_set_elements_invisible_then_collected_by_compaction() {
+    for (name, store, _d) in stores() {
+        let members: Vec<Vec<u8>> = (0..100).map(|i| format!("m{i}").into_bytes()).collect();
+        let mut t = store.begin(&[(0, b"s")]);
+        t.sadd(0, b"s", &members).unwrap();
+        t.commit().unwrap();
+        let old_version = store.begin(&[]).meta(0, b"s").unwrap().unwrap().version;
+        let prefix = keys::data_prefix(0, b"s", old_version);
+        let raw = |store: &Store| store.kv().prefix(Space::Data, &prefix, false).count();
+        assert_eq!(raw(&store), 100, "{name}");
+
+        // DEL, then recreate with one member: the old elements are invisible.
+        let mut t = store.begin(&[(0, b"s")]);
+        assert!(t.del(0, b"s").unwrap());
+        t.sadd(0, b"s", &[b"fresh".to_vec()]).unwrap();
+        t.commit().unwrap();
+        let mut t = store.begin(&[(0, b"s")]);
+        assert_eq!(
+            t.smembers(0, b"s").unwrap(),
+            vec![b"fresh".to_vec()],
+            "{name}"
+        );
+        assert_eq!(t.scard(0, b"s").unwrap(), 1, "{name}");
+        drop(t);
+        assert_eq!(
+            raw(&store),
+            100,
+            "{name}: stale entries still stored before compaction"
+        );
+
+        store.compact().unwrap();
+        assert_eq!(
+            raw(&store),
+            0,
+            "{name}: stale entries dropped by compaction"
+        );
+        let mut t = store.begin(&[(0, b"s")]);
+        assert_eq!(
+            t.smembers(0, b"s").unwrap(),
+            vec![b"fresh".to_vec()],
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn store_versions_are_unique_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = StoreConfig {
+        dir: Some(dir.path().to_path_buf()),
+        databases: 4,
+        sync: SyncMode::Always,
+        cache_bytes: 8 << 20,
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for round in 0..3 {
+        let store = Store::open(cfg.clone()).unwrap();
+        for i in 0..5 {
+            let key = format!("s{round}-{i}").into_bytes();
+            let mut t = store.begin(&[(1, &key)]);
+            t.sadd(1, &key, &[b"a".to_vec()]).unwrap();
+            let v = t.meta(1, &key).unwrap().unwrap().version;
+            assert!(seen.insert(v), "version {v} reused");
+            t.commit().unwrap();
+        }
+        // Counters survive the restart.
+        assert_eq!(store.stats().dbs[1].keys, 5 * (round + 1));
+    }
+}
+
+#[test]
+fn store_expired_keys_are_invisible_and_actively_removed() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[(0, b"a"), (0, b"b")]);
+        let now = t.now_ms();
+        t.put_string(0, b"a", b"1".to_vec(), now + 60_000, false)
+            .unwrap();
+        t.put_string(0, b"b", b"1".to_vec(), now + 1, false)
+            .unwrap();
+        t.commit().unwrap();
+        assert_eq!(store.stats().dbs[0].expires, 2, "{name}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let mut t = store.begin(&[]);
+        assert!(!t.exists(0, b"b").unwrap(), "{name}");
+        assert!(t.exists(0, b"a").unwrap(), "{name}");
+        drop(t);
+        assert_eq!(store.active_expire_cycle(100).unwrap(), 1, "{name}");
+        assert_eq!(store.active_expire_cycle(100).unwrap(), 0, "{name}");
+        let s = store.stats();
+        assert_eq!((s.dbs[0].keys, s.dbs[0].expires), (1, 1), "{name}");
+    }
+}
+
+#[test]
+fn store_flushdb_removes_only_that_db() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[(0, b"a"), (1, b"a")]);
+        t.put_string(0, b"a", b"1".to_vec(), 0, false).unwrap();
+        t.put_string(1, b"a", b"1".to_vec(), t.now_ms() + 100_000, false)
+            .unwrap();
+        t.sadd(1, b"s", &[b"x".to_vec()]).unwrap();
+        t.commit().unwrap();
+        let mut t = store.begin_exclusive();
+        t.flush_db(1).unwrap();
+        t.commit().unwrap();
+        let mut t = store.begin(&[]);
+        assert!(t.exists(0, b"a").unwrap(), "{name}");
+        assert!(!t.exists(1, b"a").unwrap(), "{name}");
+        assert!(!t.exists(1, b"s").unwrap(), "{name}");
+        assert_eq!(t.dbsize(1).unwrap(), 0, "{name}");
+        assert_eq!(store.stats().dbs[1], Default::default(), "{name}");
+        assert_eq!(store.active_expire_cycle(10).unwrap(), 0, "{name}");
+    }
+}
