@@ -13,21 +13,23 @@ use crate::store::{counts_key, encode_counts, now_ms, DbStats};
 use crate::txn::Txn;
 use std::ops::Bound;
 
-/// Condition of EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (Redis 7).
+/// Conditions of EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (Redis 7); each
+/// set flag must hold. A key without an expire time counts as infinite for
+/// GT / LT. The command layer rejects incompatible combinations.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ExpireCond {
-    /// Always set.
-    #[default]
-    Always,
+pub struct ExpireCond {
     /// Only when the key has no expire time.
-    Nx,
+    pub nx: bool,
     /// Only when the key has an expire time.
-    Xx,
-    /// Only when the new time is later (no expire counts as infinite).
-    Gt,
-    /// Only when the new time is earlier (no expire counts as infinite).
-    Lt,
+    pub xx: bool,
+    /// Only when the new time is later than the current one.
+    pub gt: bool,
+    /// Only when the new time is earlier than the current one.
+    pub lt: bool,
 }
+
+/// A key name with its type (SCAN results).
+pub type TypedKey = (Vec<u8>, Kind);
 
 /// Entries written per batch while flushing a database.
 const FLUSH_CHUNK: usize = 4096;
@@ -78,13 +80,11 @@ impl Txn {
         } else {
             Some(m.expire_at_ms as i64)
         };
-        let ok = match cond {
-            ExpireCond::Always => true,
-            ExpireCond::Nx => current.is_none(),
-            ExpireCond::Xx => current.is_some(),
-            ExpireCond::Gt => current.is_some_and(|c| at_ms > c),
-            ExpireCond::Lt => current.is_none_or(|c| at_ms < c),
-        };
+        let blocked = (cond.nx && current.is_some())
+            || (cond.xx && current.is_none())
+            || (cond.gt && current.is_none_or(|c| at_ms <= c))
+            || (cond.lt && current.is_some_and(|c| at_ms >= c));
+        let ok = !blocked;
         if !ok {
             return Ok(false);
         }
@@ -192,7 +192,8 @@ impl Txn {
     }
 
     /// SCAN: visits up to `count` keys of `db` after `cursor` (0 = start)
-    /// and returns `(next cursor, matching keys)`; next cursor 0 = done.
+    /// and returns `(next cursor, matching keys with their types)`; next
+    /// cursor 0 = done. The caller filters by type (SCAN TYPE).
     /// Cursors are ids of positions the store remembers (bounded table); an
     /// unknown cursor ends the iteration (`(0, [])`).
     ///
@@ -204,8 +205,7 @@ impl Txn {
         cursor: u64,
         pattern: Option<&[u8]>,
         count: usize,
-        kind: Option<Kind>,
-    ) -> Result<(u64, Vec<Vec<u8>>)> {
+    ) -> Result<(u64, Vec<TypedKey>)> {
         self.check_db(db)?;
         let after = if cursor == 0 {
             None
@@ -228,10 +228,8 @@ impl Txn {
                 more = true;
                 break;
             }
-            let keep =
-                pattern.is_none_or(|p| glob_match(p, &key)) && kind.is_none_or(|k| k == m.kind());
-            if keep {
-                out.push(key.clone());
+            if pattern.is_none_or(|p| glob_match(p, &key)) {
+                out.push((key.clone(), m.kind()));
             }
             last = Some(key);
         }
@@ -380,6 +378,18 @@ impl Txn {
             }
         }
         Ok(Some(total))
+    }
+
+    /// True when the key has a meta entry whose expire time has passed at
+    /// this `Txn`'s clock (logically gone, not yet removed). Does not
+    /// delete it. For WATCH: Redis 7 aborts EXEC when a watched key expired.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn is_expired(&mut self, db: u16, key: &[u8]) -> Result<bool> {
+        Ok(self
+            .raw_meta(db, key)?
+            .is_some_and(|m| m.is_expired(self.now_ms())))
     }
 
     /// Active-expiry step for one key: deletes it when its expire time has

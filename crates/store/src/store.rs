@@ -349,12 +349,13 @@ impl Store {
     }
 
     /// Removes up to `budget` keys whose expire time has passed, oldest
-    /// first, reading the expiry index. Returns how many keys it removed.
-    /// Each key is locked as in `begin`.
+    /// first, reading the expiry index. Returns the removed `(db, key)`s
+    /// (so the server can touch their WATCHers). The keys are locked as in
+    /// `begin` and removed in one batch.
     ///
     /// # Errors
     /// `Io` / `Corrupt` from the store.
-    pub fn active_expire_cycle(&self, budget: usize) -> Result<usize> {
+    pub fn active_expire_cycle(&self, budget: usize) -> Result<Vec<(u16, Vec<u8>)>> {
         let now = now_ms();
         let end = (now + 1).to_be_bytes();
         let mut due: Vec<(u16, Vec<u8>)> = Vec::new();
@@ -374,18 +375,18 @@ impl Store {
             }
         }
         if due.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         let refs: Vec<(u16, &[u8])> = due.iter().map(|(d, k)| (*d, k.as_slice())).collect();
         let mut txn = self.begin(&refs);
-        let mut n = 0;
+        let mut removed = Vec::new();
         for (db, key) in &due {
             if txn.expire_if_due(*db, key)? {
-                n += 1;
+                removed.push((*db, key.clone()));
             }
         }
         txn.commit()?;
-        Ok(n)
+        Ok(removed)
     }
 
     /// Allocates a fresh version. `for_data`: the caller may write `data`

@@ -297,6 +297,11 @@ impl Txn {
         })
     }
 
+    /// The stored meta of the key, expired or not (no lazy delete).
+    pub(crate) fn raw_meta(&mut self, db: u16, key: &[u8]) -> Result<Option<KeyMeta>> {
+        self.load_meta(&keys::meta_key(db, key))
+    }
+
     /// True when a meta entry exists for the key (expired or not).
     pub(crate) fn exists_raw(&mut self, db: u16, key: &[u8]) -> Result<bool> {
         Ok(self.load_meta(&keys::meta_key(db, key))?.is_some())

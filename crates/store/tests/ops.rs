@@ -1,0 +1,374 @@
+//! Data-type semantics of the store (strings, keyspace, sets, hashes), run
+//! against both backends. Expected values are Redis 7.0's.
+
+use roaringd_store::keyspace::ExpireCond;
+use roaringd_store::sets::SetOp;
+use roaringd_store::strings::{ExpireUpdate, SetCond, SetOptions};
+use roaringd_store::{Kind, Store, StoreConfig, StoreError, SyncMode};
+
+fn stores() -> Vec<(&'static str, Store, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let lsm = Store::open(StoreConfig {
+        dir: Some(dir.path().to_path_buf()),
+        databases: 16,
+        sync: SyncMode::No,
+        cache_bytes: 8 << 20,
+    })
+    .unwrap();
+    vec![
+        ("mem", Store::open(StoreConfig::default()).unwrap(), None),
+        ("lsm", lsm, Some(dir)),
+    ]
+}
+
+fn b(s: &str) -> Vec<u8> {
+    s.as_bytes().to_vec()
+}
+
+fn sorted(mut v: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    v.sort();
+    v
+}
+
+#[test]
+fn strings_set_options_and_numbers() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[(0, b"k"), (0, b"n"), (0, b"f")]);
+        let nx = SetOptions {
+            cond: SetCond::Nx,
+            ..Default::default()
+        };
+        assert!(t.set(0, b"k", b("v1"), nx).unwrap().written, "{name}");
+        assert!(!t.set(0, b"k", b("v2"), nx).unwrap().written, "{name}");
+        let get = SetOptions {
+            get: true,
+            ..Default::default()
+        };
+        assert_eq!(t.set(0, b"k", b("v3"), get).unwrap().old, Some(b("v1")));
+        assert_eq!(t.incr_by(0, b"n", 5).unwrap(), 5);
+        assert_eq!(t.incr_by(0, b"n", -7).unwrap(), -2);
+        assert_eq!(t.incr_by(0, b"k", 1), Err(StoreError::NotInteger));
+        t.put_string(0, b"n", b(&i64::MAX.to_string()), 0, false)
+            .unwrap();
+        assert_eq!(t.incr_by(0, b"n", 1), Err(StoreError::Overflow));
+        assert_eq!(t.incr_by_float(0, b"f", 10.5).unwrap(), b("10.5"));
+        assert_eq!(t.incr_by_float(0, b"f", 0.1).unwrap(), b("10.6"));
+        assert_eq!(
+            t.incr_by_float(0, b"f", f64::INFINITY),
+            Err(StoreError::NanOrInfinity)
+        );
+        assert_eq!(t.append(0, b"k", b"xy").unwrap(), 4);
+        assert_eq!(t.get(0, b"k").unwrap(), Some(b("v3xy")));
+        assert_eq!(t.object_encoding(0, b"k").unwrap(), Some("raw"));
+        assert_eq!(t.object_encoding(0, b"f").unwrap(), Some("embstr"));
+        t.incr_by(0, b"n", -1).unwrap();
+        assert_eq!(t.object_encoding(0, b"n").unwrap(), Some("int"));
+        assert_eq!(t.setrange(0, b"k", 6, b"Z").unwrap(), 7);
+        assert_eq!(t.get(0, b"k").unwrap(), Some(b"v3xy\0\0Z".to_vec()));
+        assert_eq!(
+            t.setrange(0, b"k", -1, b"Z"),
+            Err(StoreError::OffsetOutOfRange)
+        );
+        assert_eq!(t.setrange(0, b"none", 0, b"").unwrap(), 0);
+        assert!(!t.exists(0, b"none").unwrap());
+        assert_eq!(t.getrange(0, b"k", 0, 1).unwrap(), b("v3"));
+        assert_eq!(t.getdel(0, b"k").unwrap(), Some(b"v3xy\0\0Z".to_vec()));
+        assert!(!t.exists(0, b"k").unwrap());
+        t.commit().unwrap();
+        assert_eq!(store.stats().dbs[0].keys, 2, "{name}");
+    }
+}
+
+#[test]
+fn strings_on_other_types_are_wrongtype() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[(0, b"s")]);
+        t.sadd(0, b"s", &[b"a"]).unwrap();
+        assert_eq!(t.get(0, b"s"), Err(StoreError::WrongType), "{name}");
+        assert_eq!(t.append(0, b"s", b"x"), Err(StoreError::WrongType));
+        assert_eq!(t.hget(0, b"s", b"f"), Err(StoreError::WrongType));
+        // SET replaces any type; the old members are gone.
+        t.set(0, b"s", b("str"), SetOptions::default()).unwrap();
+        assert_eq!(t.key_type(0, b"s").unwrap(), Some(Kind::String));
+        assert_eq!(t.sadd(0, b"s", &[b"a"]), Err(StoreError::WrongType));
+        t.commit().unwrap();
+    }
+}
+
+#[test]
+fn keyspace_expire_conditions_ttl_and_persist() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[(0, b"k")]);
+        let now = t.now_ms() as i64;
+        t.put_string(0, b"k", b("v"), 0, false).unwrap();
+        let c = |nx, xx, gt, lt| ExpireCond { nx, xx, gt, lt };
+        assert!(!t
+            .expire_at(0, b"k", now + 10_000, c(false, true, false, false))
+            .unwrap());
+        assert!(!t
+            .expire_at(0, b"k", now + 10_000, c(false, false, true, false))
+            .unwrap());
+        assert!(t
+            .expire_at(0, b"k", now + 10_000, c(false, false, false, true))
+            .unwrap());
+        assert_eq!(t.ttl_ms(0, b"k", false).unwrap(), 10_000, "{name}");
+        assert!(!t
+            .expire_at(0, b"k", now + 5_000, c(true, false, false, false))
+            .unwrap());
+        assert!(!t
+            .expire_at(0, b"k", now + 5_000, c(false, false, true, false))
+            .unwrap());
+        assert!(t
+            .expire_at(0, b"k", now + 20_000, c(false, false, true, false))
+            .unwrap());
+        assert_eq!(t.ttl_ms(0, b"k", true).unwrap(), now + 20_000);
+        assert!(t.persist(0, b"k").unwrap());
+        assert!(!t.persist(0, b"k").unwrap());
+        assert_eq!(t.ttl_ms(0, b"k", false).unwrap(), -1);
+        assert_eq!(t.ttl_ms(0, b"nokey", false).unwrap(), -2);
+        // A time in the past deletes the key.
+        assert!(t
+            .expire_at(0, b"k", now - 1, ExpireCond::default())
+            .unwrap());
+        assert!(!t.exists(0, b"k").unwrap());
+        t.commit().unwrap();
+        assert_eq!(store.stats().dbs[0], Default::default(), "{name}");
+    }
+}
+
+#[test]
+fn keyspace_rename_moves_sets_and_ttl() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[(0, b"a"), (0, b"b")]);
+        t.sadd(0, b"a", &[b"1", b"2", b"x"]).unwrap();
+        let at = t.now_ms() as i64 + 50_000;
+        t.expire_at(0, b"a", at, ExpireCond::default()).unwrap();
+        t.put_string(0, b"b", b("old"), 0, false).unwrap();
+        assert!(t.rename(0, b"a", b"b", false).unwrap());
+        assert!(!t.exists(0, b"a").unwrap());
+        assert_eq!(
+            sorted(t.smembers(0, b"b").unwrap()),
+            vec![b("1"), b("2"), b("x")],
+            "{name}"
+        );
+        assert_eq!(t.ttl_ms(0, b"b", true).unwrap(), at);
+        assert_eq!(t.rename(0, b"a", b"c", false), Err(StoreError::NoSuchKey));
+        t.put_string(0, b"a", b("v"), 0, false).unwrap();
+        assert!(!t.rename(0, b"a", b"b", true).unwrap());
+        assert!(!t.rename(0, b"a", b"a", true).unwrap());
+        assert!(t.rename(0, b"a", b"a", false).unwrap());
+        t.commit().unwrap();
+        let mut t = store.begin(&[]);
+        assert_eq!(t.scard(0, b"b").unwrap(), 3, "{name}");
+        assert_eq!(store.stats().dbs[0].keys, 2, "{name}");
+    }
+}
+
+#[test]
+fn keyspace_keys_and_scan_cover_every_key_once() {
+    for (name, store, _d) in stores() {
+        let keys: Vec<Vec<u8>> = (0..250).map(|i| format!("user:{i}").into_bytes()).collect();
+        let mut t = store.begin(&[]);
+        for k in &keys {
+            t.put_string(3, k, b("v"), 0, false).unwrap();
+        }
+        t.put_string(3, b"other", b("v"), 0, false).unwrap();
+        // Reads see this Txn's own writes before commit.
+        assert_eq!(t.keys(3, b"user:*").unwrap().len(), 250, "{name}");
+        assert_eq!(t.dbsize(3).unwrap(), 251);
+        t.commit().unwrap();
+        let t = store.begin(&[]);
+        assert_eq!(t.keys(3, b"user:1?").unwrap().len(), 10);
+        assert_eq!(t.keys(3, b"*").unwrap().len(), 251);
+        assert_eq!(t.keys(3, b"o[a-z]her").unwrap(), vec![b("other")]);
+        let mut seen = Vec::new();
+        let mut cursor = 0;
+        loop {
+            let (next, page) = t.scan(3, cursor, Some(b"user:*"), 17).unwrap();
+            assert!(page.len() <= 17);
+            seen.extend(page.into_iter().map(|(k, kind)| {
+                assert_eq!(kind, Kind::String);
+                k
+            }));
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        assert_eq!(sorted(seen), sorted(keys.clone()), "{name}");
+        assert_eq!(t.scan(3, 12345, None, 10).unwrap(), (0, Vec::new()));
+    }
+}
+
+#[test]
+fn sets_algebra_pop_and_random() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[]);
+        assert_eq!(
+            t.sadd(0, b"a", &[b"1", b"2", b"3", b"3"]).unwrap(),
+            3,
+            "{name}"
+        );
+        t.sadd(0, b"b", &[b"2", b"3", b"4"]).unwrap();
+        assert_eq!(t.object_encoding(0, b"a").unwrap(), Some("intset"));
+        assert_eq!(
+            t.set_combine(0, SetOp::Inter, &[b"a", b"b"]).unwrap(),
+            vec![b("2"), b("3")]
+        );
+        assert_eq!(
+            t.set_combine(0, SetOp::Union, &[b"a", b"b"]).unwrap().len(),
+            4
+        );
+        assert_eq!(
+            t.set_combine(0, SetOp::Diff, &[b"a", b"b"]).unwrap(),
+            vec![b("1")]
+        );
+        assert!(t
+            .set_combine(0, SetOp::Inter, &[&b"a"[..], b"none"])
+            .unwrap()
+            .is_empty());
+        assert_eq!(t.sintercard(0, &[b"a", b"b"], 1).unwrap(), 1);
+        assert_eq!(
+            t.set_combine_store(0, SetOp::Union, b"u", &[b"a", b"b"])
+                .unwrap(),
+            4
+        );
+        assert_eq!(t.scard(0, b"u").unwrap(), 4);
+        assert_eq!(
+            t.set_combine_store(0, SetOp::Inter, b"u", &[&b"a"[..], b"none"])
+                .unwrap(),
+            0
+        );
+        assert!(!t.exists(0, b"u").unwrap());
+        t.put_string(0, b"s", b("x"), 0, false).unwrap();
+        assert_eq!(
+            t.set_combine(0, SetOp::Inter, &[&b"none"[..], b"s"]),
+            Err(StoreError::WrongType)
+        );
+        assert!(t.smove(0, b"a", b"c", b"1").unwrap());
+        assert!(!t.smove(0, b"a", b"c", b"1").unwrap());
+        assert_eq!(t.smove(0, b"a", b"s", b"2"), Err(StoreError::WrongType));
+        assert_eq!(t.smembers(0, b"a").unwrap(), vec![b("2"), b("3")]);
+        // Numeric (intset) order, not byte order.
+        t.sadd(0, b"n", &[&b"10"[..], b"9", b"-1"]).unwrap();
+        assert_eq!(t.smembers(0, b"n").unwrap(), vec![b("-1"), b("9"), b("10")]);
+        t.sadd(0, b"n", &[b"abc"]).unwrap();
+        assert_eq!(t.object_encoding(0, b"n").unwrap(), Some("hashtable"));
+        assert_eq!(t.srandmember(0, b"n", Some(2)).unwrap().len(), 2);
+        assert_eq!(t.srandmember(0, b"n", Some(10)).unwrap().len(), 4);
+        assert_eq!(t.srandmember(0, b"n", Some(-10)).unwrap().len(), 10);
+        let popped = t.spop(0, b"n", Some(3)).unwrap();
+        assert_eq!(popped.len(), 3);
+        assert_eq!(t.scard(0, b"n").unwrap(), 1);
+        assert_eq!(t.spop(0, b"n", None).unwrap().len(), 1);
+        assert!(
+            !t.exists(0, b"n").unwrap(),
+            "{name}: emptied set is deleted"
+        );
+        assert_eq!(t.srem(0, b"b", &[b"2", b"9"]).unwrap(), 1);
+        assert_eq!(
+            t.smismember(0, b"b", &[b"3", b"2"]).unwrap(),
+            vec![true, false]
+        );
+        t.commit().unwrap();
+    }
+}
+
+#[test]
+fn sets_sscan_pages_big_sets() {
+    for (name, store, _d) in stores() {
+        let members: Vec<Vec<u8>> = (0..600).map(|i| format!("m{i}").into_bytes()).collect();
+        let mut t = store.begin(&[(0, b"big")]);
+        t.sadd(0, b"big", &members).unwrap();
+        t.commit().unwrap();
+        let mut t = store.begin(&[(0, b"big")]);
+        let mut seen = Vec::new();
+        let mut cursor = 0;
+        loop {
+            let (next, page) = t.sscan(0, b"big", cursor, None, 100).unwrap();
+            seen.extend(page);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        assert_eq!(sorted(seen), sorted(members.clone()), "{name}");
+        assert_eq!(
+            t.memory_usage(0, b"big").unwrap().map(|n| n > 600 * 8),
+            Some(true)
+        );
+    }
+}
+
+#[test]
+fn hashes_fields_order_and_increments() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[(0, b"h")]);
+        assert_eq!(
+            t.hset(0, b"h", &[(b"z", b"1"), (b"a", b"2")], false)
+                .unwrap(),
+            2
+        );
+        assert_eq!(t.hset(0, b"h", &[(b"z", b"3")], false).unwrap(), 0);
+        assert_eq!(t.hset(0, b"h", &[(b"z", b"4")], true).unwrap(), 0);
+        // Listpack order = insertion order.
+        assert_eq!(
+            t.hgetall(0, b"h").unwrap(),
+            vec![(b("z"), b("3")), (b("a"), b("2"))],
+            "{name}"
+        );
+        assert_eq!(t.hlen(0, b"h").unwrap(), 2);
+        assert_eq!(t.hincrby(0, b"h", b"a", 5).unwrap(), 7);
+        assert_eq!(t.hincrby(0, b"h", b"n", -1).unwrap(), -1);
+        t.hset(0, b"h", &[(b"s", b"x")], false).unwrap();
+        assert_eq!(t.hincrby(0, b"h", b"s", 1), Err(StoreError::HashNotInteger));
+        assert_eq!(
+            t.hincrbyfloat(0, b"h", b"s", 1.0),
+            Err(StoreError::HashNotFloat)
+        );
+        assert_eq!(t.hincrbyfloat(0, b"h", b"a", 0.5).unwrap(), b("7.5"));
+        assert_eq!(t.hstrlen(0, b"h", b"a").unwrap(), 3);
+        assert_eq!(
+            t.hmget(0, b"h", &[&b"a"[..], b"q"]).unwrap(),
+            vec![Some(b("7.5")), None]
+        );
+        assert_eq!(t.object_encoding(0, b"h").unwrap(), Some("listpack"));
+        t.hset(0, b"h", &[(b"long", [b'x'; 65].as_slice())], false)
+            .unwrap();
+        assert_eq!(t.object_encoding(0, b"h").unwrap(), Some("hashtable"));
+        assert_eq!(
+            t.hdel(0, b"h", &[&b"z"[..], b"a", b"n", b"s", b"long", b"q"])
+                .unwrap(),
+            5
+        );
+        assert!(!t.exists(0, b"h").unwrap(), "{name}");
+        t.hset(0, b"h", &[(b"f", b"v")], false).unwrap();
+        assert_eq!(t.hrandfield(0, b"h", Some(-3)).unwrap().len(), 3);
+        assert_eq!(
+            t.hscan(0, b"h", 0, Some(b"f*"), 10).unwrap(),
+            (0, vec![(b("f"), b("v"))])
+        );
+        t.commit().unwrap();
+        let mut t = store.begin(&[]);
+        assert_eq!(t.hget(0, b"h", b"f").unwrap(), Some(b("v")), "{name}");
+    }
+}
+
+#[test]
+fn txn_composes_many_commands_like_exec() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[(0, b"s"), (0, b"k")]);
+        t.sadd(0, b"s", &[b"a", b"b"]).unwrap();
+        assert!(t.del(0, b"s").unwrap());
+        t.sadd(0, b"s", &[b"c"]).unwrap();
+        t.getex(0, b"k", ExpireUpdate::Default).unwrap();
+        t.put_string(0, b"k", b("1"), 0, false).unwrap();
+        t.incr_by(0, b"k", 1).unwrap();
+        let touched = t.commit().unwrap();
+        assert_eq!(touched, vec![(0, b("k")), (0, b("s"))], "{name}");
+        let mut t = store.begin(&[(0, b"s")]);
+        assert_eq!(t.smembers(0, b"s").unwrap(), vec![b("c")], "{name}");
+        assert_eq!(t.get(0, b"k").unwrap(), Some(b("2")));
+        assert_eq!(store.stats().dbs[0].keys, 2);
+    }
+}
