@@ -32,6 +32,8 @@ pub struct Client {
     pub close_after_reply: bool,
     /// What CLIENT LIST shows about this client.
     pub info: Arc<ClientInfo>,
+    /// Reused buffer for key positions (dispatch).
+    pub(crate) key_scratch: Vec<usize>,
 }
 
 impl Client {
@@ -46,6 +48,7 @@ impl Client {
             watch: WatchSet::default(),
             close_after_reply: false,
             info,
+            key_scratch: Vec::with_capacity(8),
         }
     }
 }

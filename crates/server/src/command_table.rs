@@ -19,12 +19,12 @@
 //! counting the container name and the subcommand).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
 
 use roaringd_resp::Args;
 
 use crate::commands;
+use crate::counter::Counter;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
@@ -526,22 +526,22 @@ const MAX_NAME: usize = 64;
 #[derive(Debug, Default)]
 pub struct CmdStats {
     /// Successful and failed executions.
-    pub calls: AtomicU64,
+    pub calls: Counter,
     /// Total execution time in microseconds.
-    pub usec: AtomicU64,
+    pub usec: Counter,
     /// Rejected before execution (arity, auth, queueing errors).
-    pub rejected: AtomicU64,
+    pub rejected: Counter,
     /// Executed and replied with an error.
-    pub failed: AtomicU64,
+    pub failed: Counter,
 }
 
 impl CmdStats {
     /// Zeroes every counter (CONFIG RESETSTAT).
     pub fn reset(&self) {
-        self.calls.store(0, Ordering::Relaxed);
-        self.usec.store(0, Ordering::Relaxed);
-        self.rejected.store(0, Ordering::Relaxed);
-        self.failed.store(0, Ordering::Relaxed);
+        self.calls.reset();
+        self.usec.reset();
+        self.rejected.reset();
+        self.failed.reset();
     }
 }
 

@@ -34,20 +34,29 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
         if rbuf.capacity() - rbuf.len() < READ_CHUNK {
             rbuf.reserve(READ_CHUNK.max(rbuf.len() / 2));
         }
+        let idle = server.hot.timeout.load(Ordering::Relaxed);
+        let idle_limit = async {
+            if idle == 0 || client.multi.is_some() {
+                std::future::pending::<()>().await;
+            } else {
+                tokio::time::sleep(std::time::Duration::from_secs(idle)).await;
+            }
+        };
         let n = tokio::select! {
             r = stream.read_buf(&mut rbuf) => match r {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             },
             _ = info.kill_notify.notified() => break,
+            _ = idle_limit => {
+                crate::verbose!("Closing idle client id={}", info.id);
+                break;
+            }
         };
         if info.killed.load(Ordering::Acquire) {
             break;
         }
-        server
-            .stats
-            .net_input_bytes
-            .fetch_add(n as u64, Ordering::Relaxed);
+        server.stats.net_input_bytes.add(n as u64);
         info.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
 
         let mut start = 0;
@@ -70,10 +79,7 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
                 Err(e) => {
                     let mut enc = ReplyEncoder::new(&mut out, client.protocol);
                     enc.error(e.message().as_bytes());
-                    server
-                        .stats
-                        .total_error_replies
-                        .fetch_add(1, Ordering::Relaxed);
+                    server.stats.total_error_replies.add(1);
                     crate::verbose!("Protocol error ({}) from client: id={}", e, info.id);
                     close = true;
                     break;
@@ -98,10 +104,7 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
         }
 
         if !out.is_empty() {
-            server
-                .stats
-                .net_output_bytes
-                .fetch_add(out.len() as u64, Ordering::Relaxed);
+            server.stats.net_output_bytes.add(out.len() as u64);
             if stream.write_all(&out).await.is_err() {
                 break;
             }

@@ -32,7 +32,7 @@ pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut V
                 }
             }
             Err(e) => {
-                entry.stats.rejected.fetch_add(1, Ordering::Relaxed);
+                entry.stats.rejected.add(1);
                 flag_transaction(client);
                 Reply::Error(e)
             }
@@ -48,10 +48,7 @@ pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut V
 /// Appends `reply` in the client's protocol.
 pub fn encode(server: &Server, client: &Client, reply: &Reply, out: &mut Vec<u8>) {
     if let Reply::Error(_) = reply {
-        server
-            .stats
-            .total_error_replies
-            .fetch_add(1, Ordering::Relaxed);
+        server.stats.total_error_replies.add(1);
     }
     reply.encode(&mut ReplyEncoder::new(out, client.protocol));
 }
@@ -122,16 +119,30 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
     let start = Instant::now();
     let result = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
         let db = client.db;
-        let mut idx = Vec::new();
+        // Key positions go to a per-connection scratch vector and the keys
+        // to a stack array: no allocation for commands with few keys.
+        let mut idx = std::mem::take(&mut client.key_scratch);
+        idx.clear();
         spec.keys.extract(&args, &mut idx);
-        let keys: Vec<(u16, &[u8])> = idx
-            .iter()
-            .filter_map(|&i| args.get(i).map(|k| (db, k)))
-            .collect();
+        let mut small: [(u16, &[u8]); 4] = [(0, &[]); 4];
+        let big: Vec<(u16, &[u8])>;
+        let keys: &[(u16, &[u8])] = if idx.len() <= small.len() {
+            for (slot, &i) in small.iter_mut().zip(idx.iter()) {
+                *slot = (db, args.get(i).unwrap_or_default());
+            }
+            &small[..idx.len()]
+        } else {
+            big = idx
+                .iter()
+                .map(|&i| (db, args.get(i).unwrap_or_default()))
+                .collect();
+            &big
+        };
+        client.key_scratch = idx;
         let mut txn = if spec.has(Flag::Exclusive) {
             server.store.begin_exclusive()
         } else {
-            server.store.begin(&keys)
+            server.store.begin(keys)
         };
         let r = call(server, client, entry, args, Some(&mut txn));
         if r.is_ok() && spec.has(Flag::Write) {
@@ -164,10 +175,7 @@ pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<
     match modified {
         Ok(keys) => {
             if !keys.is_empty() {
-                server
-                    .stats
-                    .dirty
-                    .fetch_add(keys.len() as u64, Ordering::Relaxed);
+                server.stats.dirty.add(keys.len() as u64);
                 server
                     .watches
                     .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
@@ -207,12 +215,12 @@ pub fn account(
     failed: bool,
 ) {
     let usec = start.elapsed().as_micros() as u64;
-    entry.stats.calls.fetch_add(1, Ordering::Relaxed);
-    entry.stats.usec.fetch_add(usec, Ordering::Relaxed);
+    entry.stats.calls.add(1);
+    entry.stats.usec.add(usec);
     if failed {
-        entry.stats.failed.fetch_add(1, Ordering::Relaxed);
+        entry.stats.failed.add(1);
     }
-    server.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+    server.stats.total_commands.add(1);
     let threshold = server.hot.slowlog_log_slower_than.load(Ordering::Relaxed);
     if !entry.spec.has(Flag::SkipSlowlog) && threshold >= 0 && usec as i64 >= threshold {
         server.slowlog.push(

@@ -147,7 +147,7 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
             let _ = write!(
                 o,
                 "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:0\r\nrdb_current_bgsave_time_sec:-1\r\naof_enabled:1\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_write_status:ok\r\nappendfsync:{}\r\n",
-                st.dirty.load(Ordering::Relaxed),
+                st.dirty.get(),
                 server.last_save.load(Ordering::Relaxed),
                 cfg.get("appendfsync").unwrap_or_default(),
             );
@@ -157,17 +157,17 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
             let _ = write!(
                 o,
                 "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
-                st.total_connections.load(Ordering::Relaxed),
-                st.total_commands.load(Ordering::Relaxed),
-                st.net_input_bytes.load(Ordering::Relaxed),
-                st.net_output_bytes.load(Ordering::Relaxed),
-                st.rejected_connections.load(Ordering::Relaxed),
+                st.total_connections.get(),
+                st.total_commands.get(),
+                st.net_input_bytes.get(),
+                st.net_output_bytes.get(),
+                st.rejected_connections.get(),
                 store
                     .expired_keys
                     .saturating_sub(st.expired_keys_base.load(Ordering::Relaxed)),
-                st.keyspace_hits.load(Ordering::Relaxed),
-                st.keyspace_misses.load(Ordering::Relaxed),
-                st.total_error_replies.load(Ordering::Relaxed),
+                st.keyspace_hits.get(),
+                st.keyspace_misses.get(),
+                st.total_error_replies.get(),
             );
         }
         "replication" => {
@@ -213,13 +213,13 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
 }
 
 fn stat_line(e: &Entry, o: &mut String) {
-    let calls = e.stats.calls.load(Ordering::Relaxed);
-    let rejected = e.stats.rejected.load(Ordering::Relaxed);
-    let failed = e.stats.failed.load(Ordering::Relaxed);
+    let calls = e.stats.calls.get();
+    let rejected = e.stats.rejected.get();
+    let failed = e.stats.failed.get();
     if calls == 0 && rejected == 0 && failed == 0 {
         return;
     }
-    let usec = e.stats.usec.load(Ordering::Relaxed);
+    let usec = e.stats.usec.get();
     let per = if calls == 0 {
         0.0
     } else {

@@ -11,6 +11,7 @@ pub mod command_table;
 pub mod commands;
 pub mod config;
 pub mod connection;
+pub mod counter;
 pub mod ctx;
 pub mod dispatch;
 pub mod error;

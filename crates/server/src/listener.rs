@@ -42,15 +42,21 @@ pub async fn run(server: Arc<Server>, listeners: Vec<TcpListener>) {
     wait_for_shutdown(&server).await;
     server.shutting_down.store(true, Ordering::Release);
     crate::notice!("User requested shutdown...");
+    // Stop every connection first, then wait for in-flight transactions
+    // (an exclusive Txn waits for them) and persist.
+    for info in server.clients.lock().values() {
+        info.kill();
+    }
     let s = server.clone();
-    let persisted = tokio::task::spawn_blocking(move || s.store.persist()).await;
+    let persisted = tokio::task::spawn_blocking(move || {
+        let _quiet = s.store.begin_exclusive();
+        s.store.persist()
+    })
+    .await;
     match persisted {
         Ok(Ok(())) => crate::notice!("DB saved on disk"),
         Ok(Err(e)) => crate::warning!("Error persisting the store on shutdown: {e}"),
         Err(e) => crate::warning!("Error persisting the store on shutdown: {e}"),
-    }
-    for info in server.clients.lock().values() {
-        info.kill();
     }
     crate::notice!("roaringd is now ready to exit, bye bye...");
 }
@@ -95,10 +101,7 @@ async fn accept_loop(server: Arc<Server>, listener: TcpListener) {
             return;
         }
         let _ = stream.set_nodelay(true);
-        server
-            .stats
-            .total_connections
-            .fetch_add(1, Ordering::Relaxed);
+        server.stats.total_connections.add(1);
         let maxclients = server.config.read().maxclients;
         let info = {
             let mut clients = server.clients.lock();
@@ -117,10 +120,7 @@ async fn accept_loop(server: Arc<Server>, listener: TcpListener) {
                 tokio::spawn(connection::serve(server.clone(), stream, info));
             }
             None => {
-                server
-                    .stats
-                    .rejected_connections
-                    .fetch_add(1, Ordering::Relaxed);
+                server.stats.rejected_connections.add(1);
                 tokio::spawn(refuse(stream));
             }
         }

@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 
 use crate::client::ClientInfo;
 use crate::config::Config;
+use crate::counter::Counter;
 use crate::slowlog::SlowLog;
 use crate::watch::WatchTable;
 
@@ -18,26 +19,26 @@ use crate::watch::WatchTable;
 #[derive(Debug, Default)]
 pub struct Stats {
     /// Connections accepted.
-    pub total_connections: AtomicU64,
+    pub total_connections: Counter,
     /// Commands processed.
-    pub total_commands: AtomicU64,
+    pub total_commands: Counter,
     /// Connections refused (maxclients).
-    pub rejected_connections: AtomicU64,
+    pub rejected_connections: Counter,
     /// Bytes read from clients.
-    pub net_input_bytes: AtomicU64,
+    pub net_input_bytes: Counter,
     /// Bytes written to clients.
-    pub net_output_bytes: AtomicU64,
+    pub net_output_bytes: Counter,
     /// Reads that found their key.
-    pub keyspace_hits: AtomicU64,
+    pub keyspace_hits: Counter,
     /// Reads that did not.
-    pub keyspace_misses: AtomicU64,
+    pub keyspace_misses: Counter,
     /// The store's expired-keys counter at the last RESETSTAT (INFO shows
     /// the difference).
     pub expired_keys_base: AtomicU64,
     /// Error replies sent.
-    pub total_error_replies: AtomicU64,
+    pub total_error_replies: Counter,
     /// Writes since the last SAVE.
-    pub dirty: AtomicU64,
+    pub dirty: Counter,
 }
 
 impl Stats {
@@ -53,7 +54,7 @@ impl Stats {
             &self.keyspace_misses,
             &self.total_error_replies,
         ] {
-            c.store(0, Ordering::Relaxed);
+            c.reset();
         }
     }
 }
@@ -66,6 +67,8 @@ pub struct HotConfig {
     pub slowlog_log_slower_than: AtomicI64,
     /// `slowlog-max-len`.
     pub slowlog_max_len: AtomicU64,
+    /// `timeout`: idle seconds before a client is closed (0 = never).
+    pub timeout: AtomicU64,
 }
 
 impl HotConfig {

@@ -154,23 +154,15 @@ fn unknown_command_and_arity_errors_match_redis() {
 
 #[test]
 fn resp3_after_hello_3_and_back_to_resp2() {
+    use roaringd_testkit::Frame;
     let s = server();
-    let mut sock = s.socket();
-    let r = exchange(&mut sock, b"HELLO 3\r\n", 1);
-    assert!(
-        r.starts_with(b"%7\r\n"),
-        "{:?}",
-        String::from_utf8_lossy(&r)
-    );
-    let _ = read_some(&mut sock, 0);
-    // A null in RESP3 is `_`; CLIENT GETNAME of an unnamed client is null.
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    let mut sock = s.socket();
-    let mut all = exchange(&mut sock, b"HELLO 3\r\nCLIENT GETNAME\r\n", 200);
-    all = all.split_off(all.len() - 3);
-    assert_eq!(all, b"_\r\n");
-    let r = exchange(&mut sock, b"HELLO 2\r\n", 1);
-    assert!(r.starts_with(b"*14\r\n"));
+    let mut c = s.client();
+    assert!(matches!(c.call(&["HELLO", "3"]).unwrap(), Frame::Map(_)));
+    // RESP3 null is `_`; CLIENT GETNAME of an unnamed client is null.
+    assert_eq!(c.call(&["CLIENT", "GETNAME"]).unwrap(), Frame::Null);
+    let r = c.call(&["HELLO", "2"]).unwrap();
+    assert_eq!(r.as_items().map(<[Frame]>::len), Some(14));
+    assert_eq!(c.call(&["CLIENT", "GETNAME"]).unwrap(), Frame::NullBulk);
     let mut sock = s.socket();
     let want: &[u8] = b"-NOPROTO unsupported protocol version\r\n";
     assert_eq!(exchange(&mut sock, b"HELLO 4\r\n", want.len()), want);

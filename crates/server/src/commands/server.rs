@@ -216,7 +216,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandErro
     flush_mode(args)?;
     touch_flushed(ctx, None)?;
     ctx.txn()?.flush_all()?;
-    ctx.server.stats.dirty.fetch_add(1, Ordering::Relaxed);
+    ctx.server.stats.dirty.add(1);
     Ok(Reply::Ok)
 }
 
@@ -229,7 +229,7 @@ fn persist(server: &Server) -> Result<(), CommandError> {
     };
     r?;
     server.last_save.store(now_ms() / 1000, Ordering::Relaxed);
-    server.stats.dirty.store(0, Ordering::Relaxed);
+    server.stats.dirty.reset();
     Ok(())
 }
 
