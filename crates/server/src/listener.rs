@@ -146,7 +146,13 @@ async fn expire_cycle(server: Arc<Server>) {
         let s = server.clone();
         let r = tokio::task::spawn_blocking(move || s.store.active_expire_cycle(200)).await;
         match r {
-            Ok(Ok(_)) => {}
+            Ok(Ok(removed)) => {
+                if !removed.is_empty() {
+                    server
+                        .watches
+                        .touch(removed.iter().map(|(d, k)| (*d, k.as_slice())));
+                }
+            }
             Ok(Err(e)) => crate::warning!("Active expire cycle failed: {e}"),
             Err(e) => crate::warning!("Active expire cycle panicked: {e}"),
         }

@@ -21,6 +21,9 @@ type Shard = Mutex<HashMap<(u16, Vec<u8>), Watchers>>;
 pub struct WatchSet {
     /// `(db, key)` pairs, each registered once in the table.
     pub keys: Vec<(u16, Vec<u8>)>,
+    /// For each of `keys`: was it already logically expired at WATCH time?
+    /// (EXEC aborts if a key that was live then has expired since.)
+    pub expired_at_watch: Vec<bool>,
     /// Set when any watched key is touched; EXEC then fails.
     pub dirty: Arc<AtomicBool>,
 }
@@ -59,7 +62,7 @@ fn shard_of(db: u16, key: &[u8]) -> usize {
 
 impl WatchTable {
     /// Registers `client_id` as a watcher of `(db, key)` (once per key).
-    pub fn watch(&self, client_id: u64, set: &mut WatchSet, db: u16, key: &[u8]) {
+    pub fn watch(&self, client_id: u64, set: &mut WatchSet, db: u16, key: &[u8], expired: bool) {
         if set.keys.iter().any(|(d, k)| *d == db && k == key) {
             return;
         }
@@ -70,6 +73,7 @@ impl WatchTable {
             .push((client_id, set.dirty.clone()));
         self.watched.fetch_add(1, Ordering::AcqRel);
         set.keys.push((db, key.to_vec()));
+        set.expired_at_watch.push(expired);
     }
 
     /// Removes every watch of the client and clears its dirty flag.
@@ -85,6 +89,7 @@ impl WatchTable {
             }
             self.watched.fetch_sub(1, Ordering::AcqRel);
         }
+        set.expired_at_watch.clear();
         set.dirty.store(false, Ordering::Release);
     }
 
@@ -135,8 +140,8 @@ mod tests {
         let t = WatchTable::default();
         let mut a = WatchSet::default();
         let mut b = WatchSet::default();
-        t.watch(1, &mut a, 0, b"k");
-        t.watch(2, &mut b, 0, b"k");
+        t.watch(1, &mut a, 0, b"k", false);
+        t.watch(2, &mut b, 0, b"k", false);
         t.touch([(1u16, &b"k"[..])]);
         assert!(!a.dirty.load(Ordering::Acquire));
         t.touch([(0u16, &b"k"[..])]);

@@ -182,3 +182,25 @@ fn select_inside_multi_applies_to_later_commands() {
     assert_eq!(c.call(&["SELECT", "0"]).unwrap(), ok());
     assert_eq!(c.call(&["GET", "k"]).unwrap(), Frame::NullBulk);
 }
+
+#[test]
+fn watched_key_that_expires_before_exec_aborts_it() {
+    let s = server();
+    let mut c = s.client();
+    assert_eq!(c.call(&["SET", "k", "v", "PX", "100"]).unwrap(), ok());
+    assert_eq!(c.call(&["WATCH", "k"]).unwrap(), ok());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(c.call(&["MULTI"]).unwrap(), ok());
+    assert_eq!(c.call(&["PING"]).unwrap(), queued());
+    assert_eq!(c.call(&["EXEC"]).unwrap(), Frame::NullArray);
+    // Already expired at WATCH time: not a modification.
+    assert_eq!(c.call(&["SET", "k2", "v", "PX", "20"]).unwrap(), ok());
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    assert_eq!(c.call(&["WATCH", "k2"]).unwrap(), ok());
+    assert_eq!(c.call(&["MULTI"]).unwrap(), ok());
+    assert_eq!(c.call(&["PING"]).unwrap(), queued());
+    assert_eq!(
+        c.call(&["EXEC"]).unwrap(),
+        Frame::Array(vec![Frame::Simple(b"PONG".to_vec())])
+    );
+}

@@ -101,9 +101,13 @@ fn watch(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
         return Err(CommandError::err("WATCH inside MULTI is not allowed"));
     }
     let db = ctx.db;
+    let server = ctx.server;
     let c = &mut *ctx.client;
+    // A read-only look at expiry state (no locks needed for it).
+    let mut probe = server.store.begin(&[]);
     for key in args.rest() {
-        ctx.server.watches.watch(c.id, &mut c.watch, db, key);
+        let expired = probe.is_expired(db, key)?;
+        server.watches.watch(c.id, &mut c.watch, db, key, expired);
     }
     Ok(Reply::Ok)
 }
@@ -166,7 +170,25 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
     // Checked with the locks held: writers mark WATCHers dirty before they
     // release their locks, so a write to any locked key is either seen here
     // or ordered after this EXEC.
-    let dirty = client.watch.dirty.load(Ordering::Acquire);
+    let mut dirty = client.watch.dirty.load(Ordering::Acquire);
+    if !dirty && !client.watch.is_empty() {
+        // Redis 7: a watched key that was live at WATCH and has expired since
+        // counts as modified.
+        let mut probe_txn;
+        let probe = match txn.as_mut() {
+            Some(t) => t,
+            None => {
+                probe_txn = server.store.begin(&[]);
+                &mut probe_txn
+            }
+        };
+        for ((d, k), was) in client.watch.keys.iter().zip(&client.watch.expired_at_watch) {
+            if !*was && probe.is_expired(*d, k)? {
+                dirty = true;
+                break;
+            }
+        }
+    }
     server.watches.unwatch_all(client.id, &mut client.watch);
     if dirty {
         return Ok(Reply::NullArray);
