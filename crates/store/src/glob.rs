@@ -8,11 +8,22 @@
 /// every Redis caller skips matching for it.
 #[must_use]
 pub fn glob_match(pattern: &[u8], s: &[u8]) -> bool {
+    glob_match_with(pattern, s, false)
+}
+
+/// [`glob_match`] ignoring ASCII case (Redis `stringmatchlen(..., nocase=1)`,
+/// used by CONFIG GET and friends).
+#[must_use]
+pub fn glob_match_nocase(pattern: &[u8], s: &[u8]) -> bool {
+    glob_match_with(pattern, s, true)
+}
+
+fn glob_match_with(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
     if pattern == b"*" {
         return true;
     }
     let mut skip_longer = false;
-    match_impl(pattern, s, &mut skip_longer)
+    match_impl(pattern, s, nocase, &mut skip_longer)
 }
 
 /// The literal bytes every match must start with (up to the first special
@@ -26,7 +37,8 @@ pub fn literal_prefix(pattern: &[u8]) -> &[u8] {
     &pattern[..end]
 }
 
-fn match_impl(pat: &[u8], s: &[u8], skip_longer: &mut bool) -> bool {
+fn match_impl(pat: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool) -> bool {
+    let fold = |c: u8| if nocase { c.to_ascii_lowercase() } else { c };
     // `at` emulates reading a NUL-terminated C string past the end.
     let at = |i: usize| -> u8 { pat.get(i).copied().unwrap_or(0) };
     let mut p = 0usize;
@@ -41,7 +53,7 @@ fn match_impl(pat: &[u8], s: &[u8], skip_longer: &mut bool) -> bool {
                     return true;
                 }
                 while si < s.len() {
-                    if match_impl(&pat[p + 1..], &s[si..], skip_longer) {
+                    if match_impl(&pat[p + 1..], &s[si..], nocase, skip_longer) {
                         return true;
                     }
                     if *skip_longer {
@@ -80,12 +92,16 @@ fn match_impl(pat: &[u8], s: &[u8], skip_longer: &mut bool) -> bool {
                         if start > end {
                             std::mem::swap(&mut start, &mut end);
                         }
+                        if nocase {
+                            start = fold(start as u8) as i8;
+                            end = fold(end as u8) as i8;
+                        }
                         p += 2;
-                        let ci = c as i8;
+                        let ci = fold(c) as i8;
                         if ci >= start && ci <= end {
                             matched = true;
                         }
-                    } else if at(p) == c {
+                    } else if fold(at(p)) == fold(c) {
                         matched = true;
                     }
                     p += 1;
@@ -102,13 +118,13 @@ fn match_impl(pat: &[u8], s: &[u8], skip_longer: &mut bool) -> bool {
                 if pat.len() - p >= 2 {
                     p += 1;
                 }
-                if pat[p] != s[si] {
+                if fold(pat[p]) != fold(s[si]) {
                     return false;
                 }
                 si += 1;
             }
             ch => {
-                if ch != s[si] {
+                if fold(ch) != fold(s[si]) {
                     return false;
                 }
                 si += 1;
@@ -162,6 +178,15 @@ mod tests {
         assert!(m(b"[a", b"a"));
         assert!(!m(b"[a", b"b"));
         assert!(!m(b"x[", b"x"));
+    }
+
+    #[test]
+    fn glob_nocase_folds_ascii() {
+        use super::glob_match_nocase as n;
+        assert!(n(b"MAX*", b"maxmemory"));
+        assert!(n(b"h[A-C]llo", b"hbllo"));
+        assert!(n(b"h[a-c]llo", b"HBLLO"));
+        assert!(!m(b"MAX*", b"maxmemory"));
     }
 
     #[test]

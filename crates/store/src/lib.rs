@@ -1,25 +1,44 @@
 //! Key layout and data-type semantics on the embedded LSM store.
+//!
+//! Layers, bottom up: [`kv`] (the narrow storage trait) with [`kv_lsm`]
+//! (fjall, the only file naming it) and [`kv_mem`] (in memory); [`keys`]
+//! and [`meta`] (entry layout and codecs); [`locks`] and [`store`] (the
+//! `Store` handle: versions, locks, counters, sync mode, active expiry);
+//! [`txn`] (a transaction with its write overlay and one-batch commit); and
+//! the typed operations on a `Txn`, one file per family: [`keyspace`],
+//! [`strings`], [`sets`], [`hashes`].
+//!
+//! Design notes (see also docs/architecture.md):
+//! - Every key has a unique version (`epoch << 40 | seq`, epoch persisted
+//!   and bumped at open). DEL / overwrite rewrite only the meta entry; the
+//!   old version's `data` entries are invisible at once and dropped by a
+//!   fjall compaction filter on `data` that reads the live `meta` keyspace
+//!   (`Store::compact` forces a full compaction).
+//! - The expiry index is a third keyspace, `expiry` (`expire_at | db |
+//!   key`), kept in the same batch as meta changes; the active cycle reads
+//!   its head. Per-database key / expire counters are persisted records in
+//!   `meta` under the reserved database `0xFFFF`, updated in the same batch.
 
 pub mod error;
+pub mod glob;
+pub mod hashes;
+pub mod keys;
+pub mod keyspace;
 pub mod kv;
 pub mod kv_lsm;
 pub mod kv_mem;
-
-pub mod keys;
 pub mod locks;
 pub mod meta;
+pub mod number;
+mod sample;
+pub mod sets;
 pub mod store;
+pub mod strings;
 pub mod txn;
 
 pub use error::{Result, StoreError};
+pub use glob::{glob_match, glob_match_nocase};
 pub use kv::{Durability, Kv, KvRead, KvStats, Space, WriteBatch};
 pub use meta::{KeyMeta, Kind, Summary};
 pub use store::{now_ms, DbStats, Store, StoreConfig, StoreStats, SyncMode};
 pub use txn::Txn;
-pub mod glob;
-pub mod hashes;
-pub mod keyspace;
-pub mod number;
-mod sample;
-pub mod sets;
-pub mod strings;
