@@ -14,7 +14,7 @@
 use crate::error::{Result, StoreError};
 use crate::glob::glob_match;
 use crate::meta::{KeyMeta, Kind, Summary};
-use crate::number::{format_float_human, parse_f64, parse_i64};
+use crate::number::{incr_float_text, parse_i64, FloatIncrError};
 use crate::sample;
 use crate::txn::{Pairs, Txn};
 
@@ -246,27 +246,26 @@ impl Txn {
         Ok(new)
     }
 
-    /// HINCRBYFLOAT: adds to a float field (absent = 0), stores and returns
-    /// the human-formatted result.
+    /// HINCRBYFLOAT: adds the decimal text `incr` to a float field
+    /// (absent = 0) in `long double` arithmetic as Redis does; stores and
+    /// returns the formatted result.
     ///
     /// # Errors
-    /// `WrongType`; `HashNotFloat`; `NanOrInfinity`.
+    /// `WrongType`; `HashNotFloat` when the field is not a float; `NotFloat`
+    /// when `incr` is not; `NanOrInfinity`.
     pub fn hincrbyfloat(
         &mut self,
         db: u16,
         key: &[u8],
         field: &[u8],
-        delta: f64,
+        incr: &[u8],
     ) -> Result<Vec<u8>> {
-        let cur = match self.hget(db, key, field)? {
-            Some(v) => parse_f64(&v).ok_or(StoreError::HashNotFloat)?,
-            None => 0.0,
-        };
-        let new = cur + delta;
-        if !new.is_finite() {
-            return Err(StoreError::NanOrInfinity);
-        }
-        let text = format_float_human(new);
+        let cur = self.hget(db, key, field)?.unwrap_or_else(|| b"0".to_vec());
+        let text = incr_float_text(&cur, incr).map_err(|e| match e {
+            FloatIncrError::Current => StoreError::HashNotFloat,
+            FloatIncrError::Increment => StoreError::NotFloat,
+            FloatIncrError::NanOrInfinity => StoreError::NanOrInfinity,
+        })?;
         self.hset(db, key, &[(field, text.as_slice())], false)?;
         Ok(text)
     }

@@ -28,6 +28,7 @@ pub mod kv;
 pub mod kv_lsm;
 pub mod kv_mem;
 pub mod locks;
+pub mod longdouble;
 pub mod meta;
 pub mod number;
 mod sample;

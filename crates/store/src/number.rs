@@ -4,10 +4,9 @@
 //! human float format of INCRBYFLOAT / HINCRBYFLOAT (fixed notation, at most
 //! 17 decimals, trailing zeros removed).
 //!
-//! Redis computes floats in `long double`; we compute in `f64`, so results
-//! whose 18th–20th significant digits differ from `long double` noise (e.g.
-//! `1000 + 0.1`) print differently. Common cases (`10.5 + 0.1`, `0.1 + 0.2`)
-//! match because we print the shortest representation.
+//! Float increments go through [`crate::longdouble`] (exact `long double`
+//! emulation, as Redis computes them); [`format_float_human`] on `f64` is
+//! only the fallback for values outside its range.
 
 /// Parses a canonical signed 64-bit integer as Redis `string2ll` does.
 #[must_use]
@@ -110,6 +109,39 @@ pub fn format_float_human(v: f64) -> Vec<u8> {
         s = "0".to_string();
     }
     s.into_bytes()
+}
+
+/// Why a float increment failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloatIncrError {
+    /// The stored value is not a float.
+    Current,
+    /// The increment is not a float.
+    Increment,
+    /// The result is NaN or infinite.
+    NanOrInfinity,
+}
+
+/// INCRBYFLOAT / HINCRBYFLOAT on text: `current + incr` computed as Redis
+/// does (`long double`), formatted as Redis stores it.
+///
+/// # Errors
+/// Which operand is not a float, or a non-finite result.
+pub fn incr_float_text(current: &[u8], incr: &[u8]) -> Result<Vec<u8>, FloatIncrError> {
+    let cur = parse_f64(current).ok_or(FloatIncrError::Current)?;
+    let inc = parse_f64(incr).ok_or(FloatIncrError::Increment)?;
+    match crate::longdouble::add_text(current, incr) {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => Err(FloatIncrError::NanOrInfinity),
+        Err(()) => {
+            let v = cur + inc;
+            if v.is_finite() {
+                Ok(format_float_human(v))
+            } else {
+                Err(FloatIncrError::NanOrInfinity)
+            }
+        }
+    }
 }
 
 #[cfg(test)]

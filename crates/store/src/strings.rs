@@ -4,7 +4,7 @@
 
 use crate::error::{Result, StoreError};
 use crate::meta::{KeyMeta, Kind, Summary};
-use crate::number::{format_float_human, parse_f64, parse_i64};
+use crate::number::{incr_float_text, parse_i64, FloatIncrError};
 use crate::txn::Txn;
 
 /// Largest string Redis allows (`proto-max-bulk-len` default, 512 MiB).
@@ -218,27 +218,27 @@ impl Txn {
         Ok(new)
     }
 
-    /// INCRBYFLOAT: adds `delta` to the float value (absent = 0), keeping
-    /// the expire time; stores and returns the human-formatted result.
+    /// INCRBYFLOAT: adds the decimal text `incr` to the float value
+    /// (absent = 0) in `long double` arithmetic as Redis does, keeping the
+    /// expire time; stores and returns the formatted result.
     ///
     /// # Errors
-    /// `WrongType`; `NotFloat` when the value is not a float;
+    /// `WrongType`; `NotFloat` when the value or `incr` is not a float;
     /// `NanOrInfinity` when the result is not finite.
-    pub fn incr_by_float(&mut self, db: u16, key: &[u8], delta: f64) -> Result<Vec<u8>> {
+    pub fn incr_by_float(&mut self, db: u16, key: &[u8], incr: &[u8]) -> Result<Vec<u8>> {
         let old = self.string_meta(db, key)?;
-        let (cur, expire) = match &old {
+        let (cur, expire) = match old {
             Some(KeyMeta {
                 summary: Summary::String(v),
                 expire_at_ms,
                 ..
-            }) => (parse_f64(v).ok_or(StoreError::NotFloat)?, *expire_at_ms),
-            _ => (0.0, 0),
+            }) => (v, expire_at_ms),
+            _ => (b"0".to_vec(), 0),
         };
-        let new = cur + delta;
-        if !new.is_finite() {
-            return Err(StoreError::NanOrInfinity);
-        }
-        let text = format_float_human(new);
+        let text = incr_float_text(&cur, incr).map_err(|e| match e {
+            FloatIncrError::Current | FloatIncrError::Increment => StoreError::NotFloat,
+            FloatIncrError::NanOrInfinity => StoreError::NanOrInfinity,
+        })?;
         self.put_string(db, key, text.clone(), expire, false)?;
         Ok(text)
     }

@@ -51,10 +51,14 @@ fn strings_set_options_and_numbers() {
         t.put_string(0, b"n", b(&i64::MAX.to_string()), 0, false)
             .unwrap();
         assert_eq!(t.incr_by(0, b"n", 1), Err(StoreError::Overflow));
-        assert_eq!(t.incr_by_float(0, b"f", 10.5).unwrap(), b("10.5"));
-        assert_eq!(t.incr_by_float(0, b"f", 0.1).unwrap(), b("10.6"));
+        assert_eq!(t.incr_by_float(0, b"f", b"10.5").unwrap(), b("10.5"));
+        assert_eq!(t.incr_by_float(0, b"f", b"0.1").unwrap(), b("10.6"));
         assert_eq!(
-            t.incr_by_float(0, b"f", f64::INFINITY),
+            t.incr_by_float(0, b"f", b"5.0e3").unwrap(),
+            b("5010.60000000000000009")
+        );
+        assert_eq!(
+            t.incr_by_float(0, b"f", b"inf"),
             Err(StoreError::NanOrInfinity)
         );
         assert_eq!(t.append(0, b"k", b"xy").unwrap(), 4);
@@ -323,10 +327,10 @@ fn hashes_fields_order_and_increments() {
         t.hset(0, b"h", &[(b"s", b"x")], false).unwrap();
         assert_eq!(t.hincrby(0, b"h", b"s", 1), Err(StoreError::HashNotInteger));
         assert_eq!(
-            t.hincrbyfloat(0, b"h", b"s", 1.0),
+            t.hincrbyfloat(0, b"h", b"s", b"1"),
             Err(StoreError::HashNotFloat)
         );
-        assert_eq!(t.hincrbyfloat(0, b"h", b"a", 0.5).unwrap(), b("7.5"));
+        assert_eq!(t.hincrbyfloat(0, b"h", b"a", b"0.5").unwrap(), b("7.5"));
         assert_eq!(t.hstrlen(0, b"h", b"a").unwrap(), 3);
         assert_eq!(
             t.hmget(0, b"h", &[&b"a"[..], b"q"]).unwrap(),

@@ -186,12 +186,13 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError
 fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let key = args.next_bytes()?;
     let field = args.next_bytes()?;
-    let delta = parse_f64(args.next_bytes()?).ok_or(CommandError::NotFloat)?;
+    let incr = args.next_bytes()?;
+    let delta = parse_f64(incr).ok_or(CommandError::NotFloat)?;
     if !delta.is_finite() {
         return Err(CommandError::err("value is NaN or Infinity"));
     }
     let db = ctx.db;
-    Ok(Reply::Bulk(ctx.txn()?.hincrbyfloat(db, key, field, delta)?))
+    Ok(Reply::Bulk(ctx.txn()?.hincrbyfloat(db, key, field, incr)?))
 }
 
 fn hstrlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {

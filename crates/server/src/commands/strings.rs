@@ -5,7 +5,6 @@
 //! texts follow Redis 7.0.
 
 use roaringd_resp::Args;
-use roaringd_store::number::parse_f64;
 use roaringd_store::strings::{ExpireUpdate, SetCond, SetOptions};
 use roaringd_store::StoreError;
 
@@ -370,17 +369,9 @@ fn decrby(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError>
 
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let key = args.next_bytes()?;
-    let raw = args.next_bytes()?;
+    let incr = args.next_bytes()?;
     let db = ctx.db;
-    let txn = ctx.txn()?;
-    // Redis reads the stored value before the increment argument.
-    if let Some(cur) = txn.get(db, key)? {
-        if parse_f64(&cur).is_none() {
-            return Err(CommandError::NotFloat);
-        }
-    }
-    let delta = parse_f64(raw).ok_or(CommandError::NotFloat)?;
-    Ok(Reply::Bulk(txn.incr_by_float(db, key, delta)?))
+    Ok(Reply::Bulk(ctx.txn()?.incr_by_float(db, key, incr)?))
 }
 
 fn append(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
