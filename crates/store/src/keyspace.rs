@@ -392,20 +392,29 @@ impl Txn {
             .is_some_and(|m| m.is_expired(self.now_ms())))
     }
 
-    /// Active-expiry step for one key: deletes it when its expire time has
-    /// passed by the wall clock. Returns true when it deleted the key.
+    /// Active-expiry step for the index entry `(at_ms, db, key)`: deletes
+    /// the key when its expire time has passed by the wall clock and returns
+    /// true. An index entry that no longer matches the key's meta (it
+    /// cannot happen with atomic commits, but must never wedge the cycle)
+    /// is dropped.
     ///
     /// # Errors
     /// `Io` / `Corrupt`.
-    pub fn expire_if_due(&mut self, db: u16, key: &[u8]) -> Result<bool> {
+    pub fn expire_if_due(&mut self, at_ms: u64, db: u16, key: &[u8]) -> Result<bool> {
         let now = now_ms();
         if now > self.now_ms() {
             self.set_now_ms(now);
         }
-        // `meta` performs the lazy delete when the key is expired.
-        let mk_exists_before = self.exists_raw(db, key)?;
-        let live = self.meta(db, key)?.is_some();
-        Ok(mk_exists_before && !live)
+        let backed = db < self.databases()
+            && self
+                .raw_meta(db, key)?
+                .is_some_and(|m| m.expire_at_ms == at_ms);
+        if !backed {
+            self.drop_expiry_entry(keys::expiry_key(at_ms, db, key));
+            return Ok(false);
+        }
+        // `meta` performs the lazy delete (the key is expired and locked).
+        Ok(self.meta(db, key)?.is_none())
     }
 }
 

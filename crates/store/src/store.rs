@@ -358,7 +358,7 @@ impl Store {
     pub fn active_expire_cycle(&self, budget: usize) -> Result<Vec<(u16, Vec<u8>)>> {
         let now = now_ms();
         let end = (now + 1).to_be_bytes();
-        let mut due: Vec<(u16, Vec<u8>)> = Vec::new();
+        let mut due: Vec<(u64, u16, Vec<u8>)> = Vec::new();
         for entry in self.inner.kv.range(
             Space::Expiry,
             std::ops::Bound::Unbounded,
@@ -369,19 +369,17 @@ impl Store {
                 break;
             }
             let (k, _) = entry?;
-            let (_, db, key) = keys::split_expiry_key(&k)?;
-            if db < self.inner.databases {
-                due.push((db, key.to_vec()));
-            }
+            let (at, db, key) = keys::split_expiry_key(&k)?;
+            due.push((at, db, key.to_vec()));
         }
         if due.is_empty() {
             return Ok(Vec::new());
         }
-        let refs: Vec<(u16, &[u8])> = due.iter().map(|(d, k)| (*d, k.as_slice())).collect();
+        let refs: Vec<(u16, &[u8])> = due.iter().map(|(_, d, k)| (*d, k.as_slice())).collect();
         let mut txn = self.begin(&refs);
         let mut removed = Vec::new();
-        for (db, key) in &due {
-            if txn.expire_if_due(*db, key)? {
+        for (at, db, key) in &due {
+            if txn.expire_if_due(*at, *db, key)? {
                 removed.push((*db, key.clone()));
             }
         }

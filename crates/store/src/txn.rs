@@ -33,6 +33,8 @@ pub struct Txn {
     touched: BTreeSet<(u16, Vec<u8>)>,
     versions: Vec<u64>,
     expired: u64,
+    /// Expiry index entries to drop that no meta entry backs.
+    stale_expiry: Vec<Vec<u8>>,
     extra_locks: Vec<Held>,
     held: Held,
 }
@@ -54,6 +56,7 @@ impl Txn {
             touched: BTreeSet::new(),
             versions: Vec::new(),
             expired: 0,
+            stale_expiry: Vec::new(),
             extra_locks: Vec::new(),
             held,
         }
@@ -124,6 +127,9 @@ impl Txn {
                 Some(m) => batch.put(Space::Meta, mk, m.encode()),
                 None => batch.delete(Space::Meta, mk),
             }
+        }
+        for k in std::mem::take(&mut self.stale_expiry) {
+            batch.delete(Space::Expiry, k);
         }
         for (dk, v) in std::mem::take(&mut self.data) {
             match v {
@@ -302,9 +308,9 @@ impl Txn {
         self.load_meta(&keys::meta_key(db, key))
     }
 
-    /// True when a meta entry exists for the key (expired or not).
-    pub(crate) fn exists_raw(&mut self, db: u16, key: &[u8]) -> Result<bool> {
-        Ok(self.load_meta(&keys::meta_key(db, key))?.is_some())
+    /// Queues the removal of an expiry index entry no meta entry backs.
+    pub(crate) fn drop_expiry_entry(&mut self, index_key: Vec<u8>) {
+        self.stale_expiry.push(index_key);
     }
 
     /// Keys created minus keys deleted in `db` by this `Txn` so far.

@@ -305,3 +305,58 @@ fn store_flushdb_removes_only_that_db() {
         assert!(store.active_expire_cycle(10).unwrap().is_empty(), "{name}");
     }
 }
+
+#[test]
+fn store_concurrent_increments_are_serialised_by_key_locks() {
+    for (name, store, _d) in stores() {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..200 {
+                        let mut t = store.begin(&[(0, b"ctr"), (0, b"set")]);
+                        let n = t.incr_by(0, b"ctr", 1).unwrap();
+                        t.sadd(0, b"set", &[n.to_string().as_bytes()]).unwrap();
+                        t.commit().unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let mut t = store.begin(&[]);
+        assert_eq!(t.get(0, b"ctr").unwrap(), Some(b"800".to_vec()), "{name}");
+        assert_eq!(t.scard(0, b"set").unwrap(), 800, "{name}");
+    }
+}
+
+#[test]
+fn store_committed_writes_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = StoreConfig {
+        dir: Some(dir.path().to_path_buf()),
+        databases: 2,
+        sync: SyncMode::Always,
+        cache_bytes: 8 << 20,
+    };
+    {
+        let store = Store::open(cfg.clone()).unwrap();
+        let mut t = store.begin(&[(1, b"h")]);
+        t.hset(1, b"h", &[(b"f", b"v")], false).unwrap();
+        t.put_string(1, b"s", b"x".to_vec(), t.now_ms() + 100_000, false)
+            .unwrap();
+        t.commit().unwrap();
+        // Uncommitted: must not survive.
+        let mut t = store.begin(&[(1, b"gone")]);
+        t.put_string(1, b"gone", b"x".to_vec(), 0, false).unwrap();
+        drop(t);
+    }
+    let store = Store::open(cfg).unwrap();
+    let mut t = store.begin(&[]);
+    assert_eq!(t.hget(1, b"h", b"f").unwrap(), Some(b"v".to_vec()));
+    assert!(t.ttl_ms(1, b"s", false).unwrap() > 0);
+    assert!(!t.exists(1, b"gone").unwrap());
+    assert_eq!(store.stats().dbs[1].keys, 2);
+    assert_eq!(store.stats().dbs[1].expires, 1);
+}
