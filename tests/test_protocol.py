@@ -26,7 +26,7 @@ def raw_exchange(port, data: bytes, expect_close: bool, chunked: bool = False) -
         else:
             s.sendall(data)
         out = b""
-        s.settimeout(10)
+        s.settimeout(5)
         while True:
             if not expect_close and out.endswith(SENTINEL_REPLY):
                 return out[:-len(SENTINEL_REPLY)]

@@ -130,20 +130,25 @@ def test_optimistic_locking_counter(servers):
         pool = redis.ConnectionPool(host="127.0.0.1", port=srv.port, password=srv.password, socket_timeout=30)
         r0 = redis.Redis(connection_pool=pool)
         r0.set("cnt", 0)
-        retries = [0]
+
+        errors = []
 
         def work():
             r = redis.Redis(connection_pool=pool)
-            for _ in range(40):
-                def inc(pipe):
-                    v = int(pipe.get("cnt"))
-                    pipe.multi()
-                    pipe.set("cnt", v + 1)
-                r.transaction(inc, "cnt")
+            try:
+                for _ in range(40):
+                    def inc(pipe):
+                        v = int(pipe.get("cnt"))
+                        pipe.multi()
+                        pipe.set("cnt", v + 1)
+                    r.transaction(inc, "cnt")
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
 
         ts = [threading.Thread(target=work) for _ in range(4)]
         [t.start() for t in ts]
         [t.join() for t in ts]
+        assert not errors, (srv.kind, errors[0])
         assert int(r0.get("cnt")) == 160, srv.kind
         pool.disconnect()
 
@@ -226,16 +231,22 @@ def test_many_pooled_threads(servers):
     for srv in (servers.roaringd, servers.redis):
         pool = redis.BlockingConnectionPool(host="127.0.0.1", port=srv.port, max_connections=16, socket_timeout=30)
 
+        errors = []
+
         def work(t):
             r = redis.Redis(connection_pool=pool)
-            for i in range(100):
-                r.sadd(f"set{t}", i)
-                r.hset("shared", f"t{t}:{i}", i)
-                r.incr("total")
+            try:
+                for i in range(100):
+                    r.sadd(f"set{t}", i)
+                    r.hset("shared", f"t{t}:{i}", i)
+                    r.incr("total")
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
 
         ts = [threading.Thread(target=work, args=(t,)) for t in range(8)]
         [t.start() for t in ts]
         [t.join() for t in ts]
+        assert not errors, (srv.kind, errors[0])
         r = redis.Redis(connection_pool=pool)
         assert int(r.get("total")) == 800 and r.hlen("shared") == 800, srv.kind
         assert all(r.scard(f"set{t}") == 100 for t in range(8))

@@ -114,13 +114,22 @@ def test_multi_is_atomic_to_other_clients(pair):
         stop = threading.Event()
         bad = []
 
+        errors = []
+
         def reader():
-            rc = srv.client()
+            try:
+                rc = srv.client()
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+                return
             try:
                 while not stop.is_set():
-                    x, y = rc.call("MGET", "x", "y")
-                    if x != y:
-                        bad.append((x, y))
+                    r = rc.call("MGET", "x", "y")
+                    assert isinstance(r, list) and len(r) == 2, r
+                    if r[0] != r[1]:
+                        bad.append(tuple(r))
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
             finally:
                 rc.close()
 
@@ -131,10 +140,12 @@ def test_multi_is_atomic_to_other_clients(pair):
                 c.call("MULTI")
                 c.call("INCR", "x")
                 c.call("INCR", "y")
-                c.call("EXEC")
+                r = c.call("EXEC")
+                assert r == [i + 1, i + 1], (side, r)
         finally:
             stop.set()
             t.join()
+        assert not errors, f"{side}: reader failed: {errors[0]!r}"
         assert not bad, f"{side}: saw non-atomic states {bad[:5]}"
 
 
