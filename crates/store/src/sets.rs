@@ -300,6 +300,10 @@ impl Txn {
     /// # Errors
     /// `WrongType` when either key holds another type.
     pub fn smove(&mut self, db: u16, src: &[u8], dst: &[u8], member: &[u8]) -> Result<bool> {
+        // Redis: an absent source answers 0 before any type check.
+        if self.meta(db, src)?.is_none() {
+            return Ok(false);
+        }
         let sm = self.set_meta(db, src)?;
         self.set_meta(db, dst)?;
         let Some(sm) = sm else { return Ok(false) };
