@@ -82,6 +82,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         .doc("A container for memory diagnostics commands.", "4.0.0", "server"),
 ];
 
+/// OBJECT subcommands, in the order Redis 7.0 lists them.
 const OBJECT: &[CommandSpec] = &[
     CommandSpec::new("encoding", 3, object_encoding)
         .flags(R)
@@ -90,6 +91,34 @@ const OBJECT: &[CommandSpec] = &[
         .key_flags(&["RO"])
         .doc(
             "Returns the internal encoding of a Redis object.",
+            "2.2.3",
+            "generic",
+        ),
+    CommandSpec::new("help", 2, object_help)
+        .flags(&[Flag::Loading, Flag::Stale])
+        .acl(ACL)
+        .doc(
+            "Returns helpful text about the different subcommands.",
+            "6.2.0",
+            "generic",
+        ),
+    CommandSpec::new("refcount", 3, object_refcount)
+        .flags(R)
+        .keys(KeySpec::range(2, 2, 1))
+        .acl(ACL)
+        .key_flags(&["RO"])
+        .doc(
+            "Returns the reference count of a value of a key.",
+            "2.2.3",
+            "generic",
+        ),
+    CommandSpec::new("idletime", 3, object_idletime)
+        .flags(R)
+        .keys(KeySpec::range(2, 2, 1))
+        .acl(ACL)
+        .key_flags(&["RO"])
+        .doc(
+            "Returns the time since the last access to a Redis object.",
             "2.2.3",
             "generic",
         ),
@@ -103,42 +132,15 @@ const OBJECT: &[CommandSpec] = &[
             "4.0.0",
             "generic",
         ),
-    CommandSpec::new("idletime", 3, object_idletime)
-        .flags(R)
-        .keys(KeySpec::range(2, 2, 1))
-        .acl(ACL)
-        .key_flags(&["RO"])
-        .doc(
-            "Returns the time since the last access to a Redis object.",
-            "2.2.3",
-            "generic",
-        ),
-    CommandSpec::new("refcount", 3, object_refcount)
-        .flags(R)
-        .keys(KeySpec::range(2, 2, 1))
-        .acl(ACL)
-        .key_flags(&["RO"])
-        .doc(
-            "Returns the reference count of a value of a key.",
-            "2.2.3",
-            "generic",
-        ),
-    CommandSpec::new("help", 2, object_help)
-        .flags(&[Flag::Loading, Flag::Stale])
-        .acl(ACL)
-        .doc(
-            "Returns helpful text about the different subcommands.",
-            "6.2.0",
-            "generic",
-        ),
 ];
 
+/// MEMORY subcommands we implement (no DOCTOR / STATS), in Redis's order.
 const MEMORY: &[CommandSpec] = &[
-    CommandSpec::new("usage", -3, memory_usage)
-        .flags(R)
-        .keys(KeySpec::range(2, 2, 1))
-        .key_flags(&["RO"])
-        .doc("Estimates the memory usage of a key.", "4.0.0", "server"),
+    CommandSpec::new("malloc-stats", 2, memory_malloc_stats).doc(
+        "Returns the allocator statistics.",
+        "4.0.0",
+        "server",
+    ),
     CommandSpec::new("help", 2, memory_help)
         .flags(&[Flag::Loading, Flag::Stale])
         .doc(
@@ -146,6 +148,16 @@ const MEMORY: &[CommandSpec] = &[
             "4.0.0",
             "server",
         ),
+    CommandSpec::new("purge", 2, memory_purge).doc(
+        "Asks the allocator to release memory.",
+        "4.0.0",
+        "server",
+    ),
+    CommandSpec::new("usage", -3, memory_usage)
+        .flags(R)
+        .keys(KeySpec::range(2, 2, 1))
+        .key_flags(&["RO"])
+        .doc("Estimates the memory usage of a key.", "4.0.0", "server"),
 ];
 
 fn del(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
@@ -487,10 +499,25 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, Command
     })
 }
 
+fn memory_malloc_stats(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    // Redis's reply when it is not built with jemalloc.
+    Ok(Reply::Static(
+        b"Stats not supported for the current allocator",
+    ))
+}
+
+fn memory_purge(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    Ok(Reply::Ok)
+}
+
 fn memory_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> {
     Ok(help(
         "MEMORY",
         &[
+            "MALLOC-STATS",
+            "    Return internal statistics report from the memory allocator.",
+            "PURGE",
+            "    Attempt to purge dirty pages for reclamation by the allocator.",
             "USAGE <key> [SAMPLES <count>]",
             "    Return memory in bytes used by <key> and its value. Nested values are",
             "    sampled up to <count> times (default: 5, 0 means sample all).",
