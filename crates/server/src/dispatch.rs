@@ -34,7 +34,17 @@ pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut V
             Err(e) => {
                 entry.stats.rejected.add(1);
                 flag_transaction(client);
-                Reply::Error(e)
+                if entry.full_name == "exec" {
+                    // Redis discards the transaction and names the cause.
+                    client.multi = None;
+                    client.info.multi.store(-1, Ordering::Relaxed);
+                    server.watches.unwatch_all(client.id, &mut client.watch);
+                    Reply::Error(CommandError::Custom(
+                        format!("EXECABORT Transaction discarded because of: {e}").into(),
+                    ))
+                } else {
+                    Reply::Error(e)
+                }
             }
         },
         Err(e) => {
@@ -145,10 +155,6 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
             server.store.begin(keys)
         };
         let r = call(server, client, entry, args, Some(&mut txn));
-        if r.is_ok() && spec.has(Flag::Write) {
-            // Before the locks are released (see EXEC).
-            server.watches.touch(keys.iter().copied());
-        }
         match r {
             Ok(reply) => match commit(server, txn, spec.has(Flag::Write)) {
                 Ok(()) => Ok(reply),

@@ -26,10 +26,11 @@ pub enum CommandError {
     /// lowercase full name (`get`, `client|kill`).
     Arity(Cow<'static, str>),
     /// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' `
-    /// (the whole text is built by [`CommandError::unknown_command`]).
-    UnknownCommand(String),
-    /// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
-    UnknownSubcommand(String),
+    /// (the whole text, as bytes: arguments are echoed verbatim; built by
+    /// [`CommandError::unknown_command`]).
+    UnknownCommand(Vec<u8>),
+    /// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.` (bytes, as above)
+    UnknownSubcommand(Vec<u8>),
     /// `NOAUTH Authentication required.`
     NoAuth,
     /// `WRONGPASS invalid username-password pair or user is disabled.`
@@ -56,33 +57,31 @@ impl CommandError {
     /// (at most 128 bytes) and the first arguments (quoted, each followed by
     /// a space) while the argument text is under 128 bytes.
     pub fn unknown_command<'a>(name: &[u8], args: impl Iterator<Item = &'a [u8]>) -> Self {
-        let mut list = String::new();
+        let mut list: Vec<u8> = Vec::new();
         for a in args {
             if list.len() >= 128 {
                 break;
             }
             let room = 128 - list.len();
-            let a = &a[..a.len().min(room)];
-            list.push('\'');
-            list.push_str(&String::from_utf8_lossy(a));
-            list.push_str("' ");
+            list.push(b'\'');
+            list.extend_from_slice(&a[..a.len().min(room)]);
+            list.extend_from_slice(b"' ");
         }
-        let name = &name[..name.len().min(128)];
-        CommandError::UnknownCommand(format!(
-            "ERR unknown command '{}', with args beginning with: {}",
-            String::from_utf8_lossy(name),
-            list
-        ))
+        let mut t = b"ERR unknown command '".to_vec();
+        t.extend_from_slice(&name[..name.len().min(128)]);
+        t.extend_from_slice(b"', with args beginning with: ");
+        t.extend_from_slice(&list);
+        CommandError::UnknownCommand(t)
     }
 
     /// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
     pub fn unknown_subcommand(cmd: &str, sub: &[u8]) -> Self {
-        let sub = &sub[..sub.len().min(128)];
-        CommandError::UnknownSubcommand(format!(
-            "ERR unknown subcommand '{}'. Try {} HELP.",
-            String::from_utf8_lossy(sub),
-            cmd.to_ascii_uppercase()
-        ))
+        let mut t = b"ERR unknown subcommand '".to_vec();
+        t.extend_from_slice(&sub[..sub.len().min(128)]);
+        t.extend_from_slice(b"'. Try ");
+        t.extend_from_slice(cmd.to_ascii_uppercase().as_bytes());
+        t.extend_from_slice(b" HELP.");
+        CommandError::UnknownSubcommand(t)
     }
 
     /// True for errors the store raised because it failed (I/O, corruption),
@@ -107,7 +106,7 @@ impl fmt::Display for CommandError {
                 write!(f, "ERR wrong number of arguments for '{name}' command")
             }
             CommandError::UnknownCommand(text) | CommandError::UnknownSubcommand(text) => {
-                f.write_str(text)
+                f.write_str(&String::from_utf8_lossy(text))
             }
             CommandError::NoAuth => f.write_str("NOAUTH Authentication required."),
             CommandError::WrongPass => {

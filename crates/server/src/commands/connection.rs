@@ -267,7 +267,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
     }
     if !ctx.client.authenticated {
         return Err(CommandError::Custom(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time".into(),
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time".into(),
         ));
     }
     if let Some(n) = name {
@@ -471,6 +471,8 @@ fn kill(ctx: &mut Ctx<'_>, c: &std::sync::Arc<crate::client::ClientInfo>) {
     if c.id == ctx.client.id {
         ctx.client.close_after_reply = true;
     } else {
+        // Gone at once for CLIENT LIST / KILL / INFO, as Redis frees it at once.
+        ctx.server.clients.lock().remove(&c.id);
         c.kill();
     }
 }

@@ -277,15 +277,22 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandErro
 fn config_get(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let cfg = ctx.server.config.read().clone();
     let mut found = Vec::new();
+    let mut pairs = Vec::new();
     for pattern in args.rest() {
+        let before = found.len();
         cfg.matching(pattern, &mut found);
+        // A plain name is echoed as the client spelled it (as Redis does).
+        let plain = !pattern.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
+        for (k, v) in found[before..].iter() {
+            let key = if plain {
+                Reply::Bulk(pattern.to_vec())
+            } else {
+                Reply::Static(k.as_bytes())
+            };
+            pairs.push((key, Reply::Bulk(v.clone().into_bytes())));
+        }
     }
-    Ok(Reply::Map(
-        found
-            .into_iter()
-            .map(|(k, v)| (Reply::Static(k.as_bytes()), Reply::Bulk(v.into_bytes())))
-            .collect(),
-    ))
+    Ok(Reply::Map(pairs))
 }
 
 fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {

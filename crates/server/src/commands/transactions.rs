@@ -167,9 +167,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
         let keys: Vec<(u16, &[u8])> = owned.iter().map(|(d, k)| (*d, k.as_slice())).collect();
         Some(server.store.begin(&keys))
     };
-    // Checked with the locks held: writers mark WATCHers dirty before they
-    // release their locks, so a write to any locked key is either seen here
-    // or ordered after this EXEC.
+    // Checked with the locks held. Writers mark WATCHers dirty right after
+    // their commit (with the exact set of keys they modified).
     let mut dirty = client.watch.dirty.load(Ordering::Acquire);
     if !dirty && !client.watch.is_empty() {
         // Redis 7: a watched key that was live at WATCH and has expired since
@@ -209,12 +208,6 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
         replies.push(r.unwrap_or_else(Reply::Error));
     }
     if let Some(txn) = txn {
-        if any_write {
-            // Before the locks are released (see the dirty check above).
-            server
-                .watches
-                .touch(owned.iter().map(|(d, k)| (*d, k.as_slice())));
-        }
         dispatch::commit(server, txn, any_write)?;
     }
     Ok(Reply::Array(replies))
