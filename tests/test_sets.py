@@ -21,7 +21,7 @@ SCENARIOS = {
                     "SADD n x", "SCARD n", "SMEMBERS n"],
     "smove": ["SADD a x y", "SADD b z", "SMOVE a b x", "SMEMBERS a", "SMEMBERS b", "SMOVE a b nope",
               "SMOVE a c y", "EXISTS a", "SMEMBERS c", "SMOVE nokey b x", "SMOVE b b z", "SMEMBERS b",
-              "SET str v", "SMOVE str b x", "SMOVE b str z", "SMEMBERS b", "SMOVE b", "SADD d z", "SMOVE b d z",
+              "SET str v", "SMOVE str b x", "SMOVE b str z", "SMOVE nokey str x", "SMEMBERS b", "SMOVE b", "SADD d z", "SMOVE b d z",
               "SMEMBERS b", "SMEMBERS d", "SADD e q", "EXPIRE e 100", "SMOVE e f q", "EXISTS e", "TTL f"],
     "sinter_sunion_sdiff": ["SADD a 1 2 3 4", "SADD b 3 4 5", "SADD c 4 5 6", "SINTER a b", "SINTER a b c",
                             "SINTER a nokey", "SINTER nokey", "SUNION a b c", "SUNION a nokey", "SUNION nokey",

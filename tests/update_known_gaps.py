@@ -26,7 +26,11 @@ def reason_of(msg: str) -> str:
     m = re.search(r"unknown subcommand '([^']+)'", msg)
     if m:
         return f"subcommand {m.group(1).upper()} not implemented"
-    line = msg.strip().splitlines()[0] if msg.strip() else "fails"
+    lines = [l.strip() for l in msg.strip().splitlines() if l.strip()] or ["fails"]
+    line = lines[0]
+    if "[random seed" in line and len(lines) > 1:
+        line = lines[1]
+    line = re.sub(r"^(diff\.DiffMismatch|AssertionError|E\s+)\s*:?\s*", "", line)
     line = re.sub(r"\s+", " ", line)
     return line[:160]
 
