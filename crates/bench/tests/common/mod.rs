@@ -158,33 +158,53 @@ impl Server {
     }
 
     /// Starts `program` with the arguments `args(port, dir)`; `None` if it
-    /// cannot be executed. Panics if it does not answer PING within 10 s.
+    /// cannot be executed. A server that exits (port taken meanwhile) is
+    /// retried on another port; one that answers PING is only accepted if
+    /// `CONFIG GET dir` names its own temp dir (not someone else's server on
+    /// the port). Panics if no attempt answers within 10 s.
     pub fn spawn(
         program: impl AsRef<std::ffi::OsStr>,
-        args: impl FnOnce(u16, &std::path::Path) -> Vec<std::ffi::OsString>,
+        args: impl Fn(u16, &std::path::Path) -> Vec<std::ffi::OsString>,
     ) -> Option<Server> {
-        let port = free_port();
-        let dir = std::env::temp_dir().join(format!("roaringd-bench-server-{port}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new(program.as_ref())
-            .args(args(port, &dir))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let mut server = Server { port, child, dir };
-        for _ in 0..400 {
-            if let Ok(mut c) = Client::connect(("127.0.0.1", port)) {
-                if c.call(&["PING"]).is_ok() {
-                    return Some(server);
+        for _attempt in 0..5 {
+            let port = free_port();
+            let dir = std::env::temp_dir().join(format!(
+                "roaringd-bench-server-{}-{port}",
+                std::process::id()
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let dir = dir.canonicalize().unwrap();
+            let child = Command::new(program.as_ref())
+                .args(args(port, &dir))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .ok()?;
+            let mut server = Server { port, child, dir };
+            for _ in 0..400 {
+                if let Ok(Some(_)) = server.child.try_wait() {
+                    break;
                 }
+                if let Ok(mut c) = Client::connect(("127.0.0.1", port)) {
+                    if c.call(&["PING"]).is_ok() {
+                        let reply = c.call(&["CONFIG", "GET", "dir"]).ok();
+                        let ours = server.dir.as_os_str().as_encoded_bytes();
+                        let mine = reply
+                            .as_ref()
+                            .and_then(|r| r.as_items())
+                            .and_then(|items| items.get(1))
+                            .and_then(|d| d.as_bytes())
+                            == Some(ours);
+                        if mine && server.child.try_wait().ok().flatten().is_none() {
+                            return Some(server);
+                        }
+                        break;
+                    }
+                }
+                thread::sleep(Duration::from_millis(25));
             }
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("{:?} exited with {status}", program.as_ref());
-            }
-            thread::sleep(Duration::from_millis(25));
         }
-        panic!("{:?} did not answer on port {port}", program.as_ref());
+        panic!("{:?} did not start and answer PING", program.as_ref());
     }
 
     /// A client connection.
