@@ -763,6 +763,21 @@ mod tests {
         }
 
         #[test]
+        fn decode_mutated_frames_never_panics_or_overruns(
+            frame in arb_frame(),
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+        ) {
+            let mut bytes = frame.to_bytes();
+            for (at, byte) in edits {
+                let i = at.index(bytes.len());
+                bytes[i] = byte;
+            }
+            if let Ok(Some((_, used))) = Frame::decode(&bytes) {
+                prop_assert!(used <= bytes.len());
+            }
+        }
+
+        #[test]
         fn decode_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             if let Ok(Some((_, used))) = Frame::decode(&bytes) {
                 prop_assert!(used <= bytes.len());
