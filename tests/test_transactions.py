@@ -35,7 +35,7 @@ SCENARIOS = {
     "multi_ping_echo": ["MULTI", "PING", "PING hi", "ECHO x", "EXEC"],
     "multi_wrongtype_keeps_going": ["SET s v", "MULTI", "SADD s a", "SET t 1", "HSET s f v", "INCRBY t 2", "EXEC",
                                     "GET t"],
-    "watch_expired_key": ["SET a 1 PX 50", "WATCH a", sleep(0.2), "MULTI", "GET a", "EXEC"],
+    "watch_expired_key": ["SET a 1 PX 600", "WATCH a", sleep(0.9), "MULTI", "GET a", "EXEC"],
 }
 
 
