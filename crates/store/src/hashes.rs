@@ -85,6 +85,7 @@ impl Txn {
                 version: self.new_data_version()?,
                 expire_at_ms: 0,
                 big: false,
+                noint: false,
                 summary: Summary::Hash {
                     len: 0,
                     next_seq: 0,

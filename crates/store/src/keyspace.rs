@@ -334,7 +334,7 @@ impl Txn {
         };
         Ok(Some(match &m.summary {
             Summary::String(v) => {
-                if !m.big && v.len() <= 20 && parse_i64(v).is_some() {
+                if !m.big && !m.noint && v.len() <= 20 && parse_i64(v).is_some() {
                     "int"
                 } else if !m.big && v.len() <= 44 {
                     "embstr"

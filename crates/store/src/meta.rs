@@ -15,6 +15,8 @@ const FORMAT: u8 = 1;
 const HEADER: usize = 19;
 /// Flag bit: the key has left its small encoding (Redis never goes back).
 const FLAG_BIG: u8 = 1;
+/// Flag bit (strings): never reported as `int` (an INCRBYFLOAT result).
+const FLAG_NOINT: u8 = 2;
 
 /// The Redis type of a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +79,9 @@ pub struct KeyMeta {
     /// The key has been converted to its big encoding (raw string,
     /// hashtable set or hash); sticky, as in Redis.
     pub big: bool,
+    /// Strings only: the value was stored without integer encoding
+    /// (INCRBYFLOAT results are `embstr` / `raw` even when integral).
+    pub noint: bool,
     /// Type and summary.
     pub summary: Summary,
 }
@@ -115,7 +120,7 @@ impl KeyMeta {
         let mut out = Vec::with_capacity(HEADER + extra);
         out.push(FORMAT);
         out.push(self.kind().tag());
-        out.push(if self.big { FLAG_BIG } else { 0 });
+        out.push(if self.big { FLAG_BIG } else { 0 } | if self.noint { FLAG_NOINT } else { 0 });
         out.extend_from_slice(&self.version.to_be_bytes());
         out.extend_from_slice(&self.expire_at_ms.to_be_bytes());
         match &self.summary {
@@ -134,7 +139,7 @@ impl KeyMeta {
     /// # Errors
     /// `Corrupt` on an unknown format or kind, or a wrong length.
     pub fn decode(bytes: &[u8]) -> Result<KeyMeta> {
-        Self::decode_header(bytes).and_then(|(kind, big, version, expire_at_ms)| {
+        Self::decode_header(bytes).and_then(|(kind, flags, version, expire_at_ms)| {
             let rest = &bytes[HEADER..];
             let summary = match kind {
                 0 => Summary::String(rest.to_vec()),
@@ -154,7 +159,8 @@ impl KeyMeta {
             Ok(KeyMeta {
                 version,
                 expire_at_ms,
-                big,
+                big: flags & FLAG_BIG != 0,
+                noint: flags & FLAG_NOINT != 0,
                 summary,
             })
         })
@@ -168,7 +174,7 @@ impl KeyMeta {
         Self::decode_header(bytes).map(|h| h.2)
     }
 
-    fn decode_header(bytes: &[u8]) -> Result<(u8, bool, u64, u64)> {
+    fn decode_header(bytes: &[u8]) -> Result<(u8, u8, u64, u64)> {
         if bytes.len() < HEADER {
             return Err(StoreError::corrupt("meta value shorter than its header"));
         }
@@ -184,7 +190,7 @@ impl KeyMeta {
         e.copy_from_slice(&bytes[11..19]);
         Ok((
             bytes[1],
-            bytes[2] & FLAG_BIG != 0,
+            bytes[2],
             u64::from_be_bytes(v),
             u64::from_be_bytes(e),
         ))
@@ -209,18 +215,21 @@ mod tests {
                 version: 1,
                 expire_at_ms: 0,
                 big: false,
+                noint: true,
                 summary: Summary::String(b"hello".to_vec()),
             },
             KeyMeta {
                 version: u64::MAX,
                 expire_at_ms: 123,
                 big: true,
+                noint: false,
                 summary: Summary::Set { card: 7 },
             },
             KeyMeta {
                 version: 9,
                 expire_at_ms: 5,
                 big: false,
+                noint: false,
                 summary: Summary::Hash {
                     len: 3,
                     next_seq: 10,

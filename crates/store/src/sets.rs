@@ -62,6 +62,7 @@ impl Txn {
                 version: self.new_data_version()?,
                 expire_at_ms: 0,
                 big: false,
+                noint: false,
                 summary: Summary::Set { card: 0 },
             },
         };

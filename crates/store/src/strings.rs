@@ -57,13 +57,15 @@ pub struct SetOutcome {
     pub old: Option<Vec<u8>>,
 }
 
-fn string_meta(version: u64, expire_at_ms: u64, big: bool, v: Vec<u8>) -> KeyMeta {
-    KeyMeta {
-        version,
-        expire_at_ms,
-        big,
-        summary: Summary::String(v),
-    }
+/// How OBJECT ENCODING reports a stored string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StrEncoding {
+    /// By content: `int`, `embstr` (≤ 44 bytes) or `raw` (SET and friends).
+    Auto,
+    /// `embstr` or `raw` by length, never `int` (INCRBYFLOAT results).
+    NoInt,
+    /// Always `raw` (APPEND / SETRANGE on an existing value, SETRANGE).
+    Raw,
 }
 
 impl Txn {
@@ -96,11 +98,34 @@ impl Txn {
         expire_at_ms: u64,
         big: bool,
     ) -> Result<()> {
+        let enc = if big {
+            StrEncoding::Raw
+        } else {
+            StrEncoding::Auto
+        };
+        self.put_string_enc(db, key, value, expire_at_ms, enc)
+    }
+
+    fn put_string_enc(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        value: Vec<u8>,
+        expire_at_ms: u64,
+        enc: StrEncoding,
+    ) -> Result<()> {
         let version = match self.meta(db, key)? {
             Some(m) if !m.has_data() => m.version,
             _ => self.new_plain_version()?,
         };
-        self.put_meta(db, key, string_meta(version, expire_at_ms, big, value))
+        let m = KeyMeta {
+            version,
+            expire_at_ms,
+            big: enc == StrEncoding::Raw,
+            noint: enc == StrEncoding::NoInt,
+            summary: Summary::String(value),
+        };
+        self.put_meta(db, key, m)
     }
 
     /// SET with all its options. With `get`, a non-string old value is an
@@ -239,7 +264,7 @@ impl Txn {
             FloatIncrError::Current | FloatIncrError::Increment => StoreError::NotFloat,
             FloatIncrError::NanOrInfinity => StoreError::NanOrInfinity,
         })?;
-        self.put_string(db, key, text.clone(), expire, false)?;
+        self.put_string_enc(db, key, text.clone(), expire, StrEncoding::NoInt)?;
         Ok(text)
     }
 
@@ -249,6 +274,7 @@ impl Txn {
     /// `WrongType`; `StringTooLong` past 512 MiB.
     pub fn append(&mut self, db: u16, key: &[u8], suffix: &[u8]) -> Result<usize> {
         let old = self.string_meta(db, key)?;
+        let existed = old.is_some();
         let (mut v, expire) = match old {
             Some(KeyMeta {
                 summary: Summary::String(v),
@@ -262,7 +288,8 @@ impl Txn {
         }
         v.extend_from_slice(suffix);
         let n = v.len();
-        self.put_string(db, key, v, expire, true)?;
+        // Redis stores a new key's value as SET would; appending makes it raw.
+        self.put_string(db, key, v, expire, existed)?;
         Ok(n)
     }
 
