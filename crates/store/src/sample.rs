@@ -40,3 +40,70 @@ pub fn with_repeats<T: Clone>(pool: &[T], n: usize) -> Vec<T> {
         .map(|_| pool[rng.random_range(0..pool.len())].clone())
         .collect()
 }
+
+/// A random byte string `p` with `lo <= p <= hi` (lexicographically), used
+/// as a seek target for sampling big ordered collections. Requires
+/// `lo <= hi`.
+pub fn pivot_between(lo: &[u8], hi: &[u8]) -> Vec<u8> {
+    let mut rng = rand::rng();
+    let mut out = Vec::with_capacity(hi.len().max(lo.len()) + 4);
+    let mut i = 0;
+    // Copy the common prefix.
+    while i < lo.len() && i < hi.len() && lo[i] == hi[i] {
+        out.push(lo[i]);
+        i += 1;
+    }
+    let a = lo.get(i).copied().unwrap_or(0);
+    let Some(&b) = hi.get(i) else {
+        // lo == hi (or hi is a prefix of lo, impossible when lo <= hi).
+        return hi.to_vec();
+    };
+    let c = rng.random_range(a..=b);
+    out.push(c);
+    if c < b {
+        // Strictly below hi from here on: any suffix keeps p < hi.
+        for _ in 0..4 {
+            out.push(rng.random());
+        }
+    }
+    if out.as_slice() < lo {
+        return lo.to_vec();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pivot_stays_between_bounds() {
+        for (lo, hi) in [
+            (&b"a"[..], &b"z"[..]),
+            (b"m1", b"m999"),
+            (b"", b"\x00"),
+            (b"same", b"same"),
+            (b"abc", b"abd"),
+            (b"1", b"10"),
+        ] {
+            for _ in 0..200 {
+                let p = pivot_between(lo, hi);
+                assert!(
+                    p.as_slice() >= lo && p.as_slice() <= hi,
+                    "{lo:?} {hi:?} {p:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn reservoir_returns_distinct_items() {
+        let v = reservoir(0..100, 10);
+        let mut s = v.clone();
+        s.sort_unstable();
+        s.dedup();
+        assert_eq!(s.len(), 10);
+        assert_eq!(reservoir(0..3, 10).len(), 3);
+        assert_eq!(with_repeats(&[1], 5), vec![1; 5]);
+    }
+}

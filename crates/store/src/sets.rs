@@ -14,6 +14,9 @@ use crate::number::parse_i64;
 use crate::sample;
 use crate::txn::{Pairs, Txn};
 
+/// Sets up to this size are sampled over a full scan (uniform).
+const SAMPLE_SCAN_LIMIT: u64 = 1024;
+
 /// `set-max-intset-entries` default.
 pub const MAX_INTSET_ENTRIES: u64 = 512;
 
@@ -244,6 +247,50 @@ impl Txn {
         Ok((next, items))
     }
 
+    /// Up to `k` distinct random members. Small sets (or large `k`) are
+    /// sampled uniformly over a full scan; big sets sample a window of
+    /// about `2k` members after a random pivot between the first and last
+    /// member (cheap, not exactly uniform).
+    fn sample_members(&self, db: u16, key: &[u8], m: &KeyMeta, k: usize) -> Result<Vec<Vec<u8>>> {
+        let card = card_of(m);
+        let names = |after: Option<&[u8]>| {
+            self.data_iter(db, key, m.version, after, false)
+                .map(|r| r.map(|(name, _)| name))
+        };
+        if card <= SAMPLE_SCAN_LIMIT || (k as u64).saturating_mul(4) > card {
+            let all = names(None).collect::<Result<Vec<_>>>()?;
+            return Ok(sample::reservoir(all.into_iter(), k));
+        }
+        let first = names(None).next().transpose()?;
+        let last = self
+            .data_iter(db, key, m.version, None, true)
+            .next()
+            .transpose()?
+            .map(|(name, _)| name);
+        let (Some(first), Some(last)) = (first, last) else {
+            return Ok(Vec::new());
+        };
+        let pivot = sample::pivot_between(&first, &last);
+        let want = k.saturating_mul(2).max(16);
+        let mut window = Vec::with_capacity(want);
+        for name in names(Some(&pivot)) {
+            if window.len() >= want {
+                break;
+            }
+            window.push(name?);
+        }
+        if window.len() < want {
+            for name in names(None) {
+                let name = name?;
+                if window.len() >= want || name > pivot {
+                    break;
+                }
+                window.push(name);
+            }
+        }
+        Ok(sample::reservoir(window.into_iter(), k))
+    }
+
     /// SPOP: removes and returns up to `count` random members (one when
     /// `count` is `None`); deletes the key when it empties.
     ///
@@ -254,15 +301,10 @@ impl Txn {
             return Ok(Vec::new());
         };
         let want = count.unwrap_or(1);
-        let card = card_of(&m);
-        let chosen = if want >= card {
+        let chosen = if want >= card_of(&m) {
             self.members_of(db, key, &m)?
         } else {
-            let all = self
-                .data_iter(db, key, m.version, None, false)
-                .map(|r| r.map(|(k, _)| k))
-                .collect::<Result<Vec<_>>>()?;
-            sample::reservoir(all.into_iter(), want as usize)
+            self.sample_members(db, key, &m, want as usize)?
         };
         self.srem(db, key, &chosen)?;
         Ok(chosen)
@@ -278,20 +320,18 @@ impl Txn {
         let Some(m) = self.set_meta(db, key)? else {
             return Ok(Vec::new());
         };
-        let iter = self
-            .data_iter(db, key, m.version, None, false)
-            .map(|r| r.map(|(k, _)| k));
         match count {
-            None => sample::reservoir(iter, 1).into_iter().collect(),
+            None => self.sample_members(db, key, &m, 1),
             Some(c) if c >= 0 => {
                 if c as u64 >= card_of(&m) {
                     return self.members_of(db, key, &m);
                 }
-                sample::reservoir(iter, c as usize).into_iter().collect()
+                self.sample_members(db, key, &m, c as usize)
             }
             Some(c) => {
-                let pool = iter.collect::<Result<Vec<_>>>()?;
-                Ok(sample::with_repeats(&pool, c.unsigned_abs() as usize))
+                let n = c.unsigned_abs() as usize;
+                let pool = self.sample_members(db, key, &m, n.min(card_of(&m) as usize))?;
+                Ok(sample::with_repeats(&pool, n))
             }
         }
     }

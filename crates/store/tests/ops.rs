@@ -376,3 +376,30 @@ fn txn_composes_many_commands_like_exec() {
         assert_eq!(store.stats().dbs[0].keys, 2);
     }
 }
+
+#[test]
+fn sets_sampling_big_sets_returns_distinct_members() {
+    for (name, store, _d) in stores() {
+        let members: Vec<Vec<u8>> = (0..3000)
+            .map(|i| format!("member:{i}").into_bytes())
+            .collect();
+        let mut t = store.begin(&[(0, b"big")]);
+        t.sadd(0, b"big", &members).unwrap();
+        t.commit().unwrap();
+        let mut t = store.begin(&[(0, b"big")]);
+        let picked = t.srandmember(0, b"big", Some(20)).unwrap();
+        let mut uniq = sorted(picked.clone());
+        uniq.dedup();
+        assert_eq!(uniq.len(), 20, "{name}");
+        assert!(picked.iter().all(|p| members.contains(p)));
+        assert_eq!(t.srandmember(0, b"big", Some(-50)).unwrap().len(), 50);
+        let popped = t.spop(0, b"big", Some(10)).unwrap();
+        assert_eq!(popped.len(), 10);
+        assert_eq!(t.scard(0, b"big").unwrap(), 2990);
+        for p in &popped {
+            assert!(!t.sismember(0, b"big", p).unwrap());
+        }
+        assert_eq!(t.spop(0, b"big", None).unwrap().len(), 1);
+        t.commit().unwrap();
+    }
+}
