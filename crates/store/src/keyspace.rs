@@ -240,9 +240,10 @@ impl Txn {
         Ok((next, out))
     }
 
-    /// RANDOMKEY: a random live key of `db`, `None` when empty. Picks a
-    /// uniform position among the first 10,000 keys after a random skip
-    /// point; cost grows with the position (documented limitation).
+    /// RANDOMKEY: a random live key of `db`, `None` when empty. Uniform
+    /// over a scan for databases up to 1,024 keys; larger ones take the
+    /// first live key after a random pivot between the first and last key
+    /// (cheap, not exactly uniform).
     ///
     /// # Errors
     /// `Io` / `Corrupt`.
@@ -251,18 +252,26 @@ impl Txn {
         if n == 0 {
             return Ok(None);
         }
-        let target = rand::random_range(0..n.min(10_000));
-        let mut first = None;
-        for (i, entry) in self.meta_iter(db, Bound::Unbounded).enumerate() {
-            let (key, _) = entry?;
-            if i as u64 == target {
-                return Ok(Some(key));
-            }
-            if first.is_none() {
-                first = Some(key);
-            }
+        if n <= 1024 {
+            let keys = self
+                .meta_iter(db, Bound::Unbounded)
+                .map(|e| e.map(|(k, _)| k))
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(crate::sample::reservoir(keys.into_iter(), 1).pop());
         }
-        Ok(first)
+        let Some(first) = self.meta_iter(db, Bound::Unbounded).next().transpose()? else {
+            return Ok(None);
+        };
+        let last = self.last_key(db)?.unwrap_or_else(|| first.0.clone());
+        let pivot = crate::sample::pivot_between(&first.0, &last);
+        if let Some((k, _)) = self
+            .meta_iter(db, Bound::Included(&pivot))
+            .next()
+            .transpose()?
+        {
+            return Ok(Some(k));
+        }
+        Ok(Some(first.0))
     }
 
     /// DBSIZE: number of keys in `db` (including expired keys not yet

@@ -308,6 +308,16 @@ impl Txn {
         self.load_meta(&keys::meta_key(db, key))
     }
 
+    /// The greatest stored key of `db` (ignoring this Txn's overlay and
+    /// expiry): an upper bound for random sampling.
+    pub(crate) fn last_key(&self, db: u16) -> Result<Option<Vec<u8>>> {
+        let prefix = keys::meta_db_prefix(db);
+        match self.inner.kv.prefix(Space::Meta, &prefix, true).next() {
+            Some(e) => Ok(Some(e?.0[2..].to_vec())),
+            None => Ok(None),
+        }
+    }
+
     /// Queues the removal of an expiry index entry no meta entry backs.
     pub(crate) fn drop_expiry_entry(&mut self, index_key: Vec<u8>) {
         self.stale_expiry.push(index_key);

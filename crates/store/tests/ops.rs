@@ -403,3 +403,23 @@ fn sets_sampling_big_sets_returns_distinct_members() {
         t.commit().unwrap();
     }
 }
+
+#[test]
+fn randomkey_returns_live_keys_of_small_and_big_dbs() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[]);
+        assert_eq!(t.random_key(5).unwrap(), None, "{name}");
+        t.put_string(5, b"only", b("v"), 0, false).unwrap();
+        assert_eq!(t.random_key(5).unwrap(), Some(b("only")));
+        for i in 0..2000 {
+            t.put_string(6, format!("key:{i}").as_bytes(), b("v"), 0, false)
+                .unwrap();
+        }
+        t.commit().unwrap();
+        let mut t = store.begin(&[]);
+        for _ in 0..20 {
+            let k = t.random_key(6).unwrap().unwrap();
+            assert!(k.starts_with(b"key:"), "{name}");
+        }
+    }
+}
