@@ -370,12 +370,12 @@ impl Txn {
 
     /// MEMORY USAGE: bytes the key occupies in the store (its meta entry and
     /// every element entry, keys and values, before compression). `None`
-    /// when absent.
+    /// when absent. Not counted as a keyspace hit / miss (as in Redis).
     ///
     /// # Errors
     /// `Io` / `Corrupt`.
     pub fn memory_usage(&mut self, db: u16, key: &[u8]) -> Result<Option<u64>> {
-        let Some(m) = self.meta(db, key)? else {
+        let Some(m) = self.live_meta(db, key)? else {
             return Ok(None);
         };
         let mut total = (2 + key.len() + m.encode().len()) as u64;

@@ -88,6 +88,10 @@ pub struct StoreStats {
     pub kv: KvStats,
     /// Keys removed by expiry (lazy and active) since open.
     pub expired_keys: u64,
+    /// Read lookups that found a live key (see `Txn::set_count_lookups`).
+    pub keyspace_hits: u64,
+    /// Read lookups that found no live key.
+    pub keyspace_misses: u64,
 }
 
 /// Bits of a version below the epoch.
@@ -171,6 +175,8 @@ pub(crate) struct Inner {
     pub(crate) counts: Mutex<Vec<DbStats>>,
     pub(crate) cursors: Mutex<Cursors>,
     pub(crate) expired: std::sync::atomic::AtomicU64,
+    pub(crate) keyspace_hits: std::sync::atomic::AtomicU64,
+    pub(crate) keyspace_misses: std::sync::atomic::AtomicU64,
 }
 
 /// The store handle: cheap to clone, shared by every connection.
@@ -267,6 +273,8 @@ impl Store {
                 order: VecDeque::new(),
             }),
             expired: std::sync::atomic::AtomicU64::new(0),
+            keyspace_hits: std::sync::atomic::AtomicU64::new(0),
+            keyspace_misses: std::sync::atomic::AtomicU64::new(0),
         });
         if config.dir.is_some() {
             spawn_persister(Arc::downgrade(&inner));
@@ -332,7 +340,15 @@ impl Store {
             dbs: self.inner.counts.lock().clone(),
             kv: self.inner.kv.stats(),
             expired_keys: self.inner.expired.load(Ordering::Relaxed),
+            keyspace_hits: self.inner.keyspace_hits.load(Ordering::Relaxed),
+            keyspace_misses: self.inner.keyspace_misses.load(Ordering::Relaxed),
         }
+    }
+
+    /// Zeroes the keyspace hit / miss counters (CONFIG RESETSTAT).
+    pub fn reset_keyspace_stats(&self) {
+        self.inner.keyspace_hits.store(0, Ordering::Relaxed);
+        self.inner.keyspace_misses.store(0, Ordering::Relaxed);
     }
 
     /// A consistent read-only view of the raw spaces (for tests, and for a

@@ -33,6 +33,8 @@ pub struct Txn {
     touched: BTreeSet<(u16, Vec<u8>)>,
     versions: Vec<u64>,
     expired: u64,
+    /// Count key lookups as keyspace hits / misses (read commands).
+    count_lookups: bool,
     /// Expiry index entries to drop that no meta entry backs.
     stale_expiry: Vec<Vec<u8>>,
     extra_locks: Vec<Held>,
@@ -56,6 +58,7 @@ impl Txn {
             touched: BTreeSet::new(),
             versions: Vec::new(),
             expired: 0,
+            count_lookups: false,
             stale_expiry: Vec::new(),
             extra_locks: Vec::new(),
             held,
@@ -92,6 +95,21 @@ impl Txn {
         } else {
             Err(StoreError::DbIndexOutOfRange)
         }
+    }
+
+    /// Makes the following key lookups count as keyspace hits / misses
+    /// (INFO stats), as Redis's `lookupKeyRead` does. The server turns it on
+    /// for each read-only command and off for writes (in EXEC, per queued
+    /// command). Off by default.
+    pub fn set_count_lookups(&mut self, on: bool) {
+        self.count_lookups = on;
+    }
+
+    /// The keys modified so far, sorted, each once: what `commit` would
+    /// return (lazily expired keys included).
+    #[must_use]
+    pub fn modified_keys(&self) -> Vec<(u16, Vec<u8>)> {
+        self.touched.iter().cloned().collect()
     }
 
     /// Writes the overlay as one atomic batch (synced per the sync mode)
@@ -184,6 +202,19 @@ impl Txn {
     /// # Errors
     /// `Io` / `Corrupt`.
     pub fn meta(&mut self, db: u16, key: &[u8]) -> Result<Option<KeyMeta>> {
+        let m = self.live_meta(db, key)?;
+        if self.count_lookups {
+            let counter = if m.is_some() {
+                &self.inner.keyspace_hits
+            } else {
+                &self.inner.keyspace_misses
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(m)
+    }
+
+    pub(crate) fn live_meta(&mut self, db: u16, key: &[u8]) -> Result<Option<KeyMeta>> {
         let mk = keys::meta_key(db, key);
         let Some(m) = self.load_meta(&mk)? else {
             return Ok(None);

@@ -360,3 +360,26 @@ fn store_committed_writes_survive_reopen() {
     assert_eq!(store.stats().dbs[1].keys, 2);
     assert_eq!(store.stats().dbs[1].expires, 1);
 }
+
+#[test]
+fn store_counts_read_lookups_only_when_asked() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[(0, b"k")]);
+        t.put_string(0, b"k", b"v".to_vec(), 0, false).unwrap();
+        assert_eq!(t.modified_keys(), vec![(0, b"k".to_vec())], "{name}");
+        t.commit().unwrap();
+        let mut t = store.begin(&[(0, b"k"), (0, b"nokey")]);
+        t.get(0, b"k").unwrap();
+        t.set_count_lookups(true);
+        t.get(0, b"k").unwrap();
+        t.get(0, b"k").unwrap();
+        t.get(0, b"nokey").unwrap();
+        t.set_count_lookups(false);
+        t.get(0, b"nokey").unwrap();
+        drop(t);
+        let s = store.stats();
+        assert_eq!((s.keyspace_hits, s.keyspace_misses), (2, 1), "{name}");
+        store.reset_keyspace_stats();
+        assert_eq!(store.stats().keyspace_hits, 0);
+    }
+}
