@@ -144,10 +144,11 @@ fn spop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
             Ok(Reply::bulk_or_null(v.pop()))
         }
         1 => {
-            let n = args.next_i64()?;
-            if n < 0 {
-                return Err(CommandError::err("value is out of range, must be positive"));
-            }
+            // Redis: one message for malformed and negative counts.
+            let n = match roaringd_resp::args::parse_i64(args.next_bytes()?) {
+                Some(n) if n >= 0 => n,
+                _ => return Err(CommandError::err("value is out of range, must be positive")),
+            };
             let txn = ctx.txn()?;
             if n == 0 {
                 txn.scard(db, key)?; // type check only
@@ -251,11 +252,10 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
     let mut limit = 0u64;
     while args.remaining() > 0 {
         if args.remaining() >= 2 && args.eat_keyword("limit") {
-            let n = args.next_i64()?;
-            if n < 0 {
-                return Err(CommandError::err("LIMIT can't be negative"));
-            }
-            limit = n as u64;
+            limit = match roaringd_resp::args::parse_i64(args.next_bytes()?) {
+                Some(n) if n >= 0 => n as u64,
+                _ => return Err(CommandError::err("LIMIT can't be negative")),
+            };
         } else {
             return Err(CommandError::Syntax);
         }
