@@ -6,8 +6,8 @@
 use crate::error::{Result, StoreError};
 use crate::glob::{glob_match, literal_prefix};
 use crate::keys;
-use crate::kv::{KvRead, Space, WriteBatch};
-use crate::meta::{KeyMeta, Kind, Summary};
+use crate::kv::{Space, WriteBatch};
+use crate::meta::{Kind, Summary};
 use crate::number::parse_i64;
 use crate::store::{counts_key, encode_counts, now_ms, DbStats};
 use crate::txn::Txn;
@@ -466,12 +466,4 @@ fn delete_matching(
             return Ok(());
         }
     }
-}
-
-/// Decoded meta of a key in a raw KV read (no overlay), for diagnostics.
-#[allow(dead_code)]
-pub(crate) fn raw_meta(kv: &dyn KvRead, db: u16, key: &[u8]) -> Result<Option<KeyMeta>> {
-    kv.get(Space::Meta, &keys::meta_key(db, key))?
-        .map(|b| KeyMeta::decode(&b))
-        .transpose()
 }

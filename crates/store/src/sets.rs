@@ -375,27 +375,24 @@ impl Txn {
         }
         match op {
             SetOp::Inter => {
-                if metas.iter().any(Option::is_none) {
+                let Some(present) = metas.iter().cloned().collect::<Option<Vec<KeyMeta>>>() else {
                     return Ok(Vec::new());
-                }
-                let Some(smallest) =
-                    (0..keys.len()).min_by_key(|&i| metas[i].as_ref().map_or(0, card_of))
+                };
+                let Some(smallest) = (0..present.len()).min_by_key(|&i| card_of(&present[i]))
                 else {
                     return Ok(Vec::new());
                 };
-                let base = self.members_of(
-                    db,
-                    keys[smallest].as_ref(),
-                    metas[smallest].as_ref().expect("checked"),
-                )?;
+                let base = self.members_of(db, keys[smallest].as_ref(), &present[smallest])?;
                 let mut out = Vec::new();
                 'outer: for x in base {
                     for (i, k) in keys.iter().enumerate() {
                         if i == smallest {
                             continue;
                         }
-                        let ver = metas[i].as_ref().map_or(0, |m| m.version);
-                        if self.data_get(db, k.as_ref(), ver, &x)?.is_none() {
+                        if self
+                            .data_get(db, k.as_ref(), present[i].version, &x)?
+                            .is_none()
+                        {
                             continue 'outer;
                         }
                     }
