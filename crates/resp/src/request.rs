@@ -250,6 +250,16 @@ impl RequestParser {
         self.spans.len()
     }
 
+    /// The spans of the last complete multibulk request (relative to the
+    /// `buf` passed to `parse`), or `None` for an inline request (whose
+    /// arguments live in the parser's own buffer).
+    pub fn multibulk_spans(&self) -> Option<&[Span]> {
+        match self.state {
+            State::Done { inline: true } => None,
+            _ => Some(&self.spans),
+        }
+    }
+
     /// The arguments of the last complete request; `buf` must be the buffer
     /// passed to the [`RequestParser::parse`] call that completed it.
     pub fn args<'a>(&'a self, buf: &'a [u8]) -> Args<'a> {

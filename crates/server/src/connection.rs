@@ -1,5 +1,6 @@
 //! One connection: read into a reused buffer, execute every complete
-//! request in it, encode all replies into one output buffer, write once.
+//! request in it (consecutive data commands as one store transaction, see
+//! `pipeline`), encode all replies into one output buffer, write once.
 //!
 //! A protocol error replies with Redis's text and closes this connection
 //! only. The read buffer grows only with bytes actually received; the
@@ -14,6 +15,7 @@ use tokio::net::TcpStream;
 
 use crate::client::{Client, ClientInfo};
 use crate::dispatch;
+use crate::pipeline::Batch;
 use crate::state::{now_ms, Server};
 
 /// Smallest free space offered to each read.
@@ -29,6 +31,7 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
     let mut rbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut limits = current_limits(&server, &client);
+    let mut batch = Batch::default();
 
     loop {
         if rbuf.capacity() - rbuf.len() < READ_CHUNK {
@@ -64,8 +67,15 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
         while start < rbuf.len() {
             match parser.parse(&rbuf[start..], &limits) {
                 Ok(Some(used)) => {
-                    let args = parser.args(&rbuf[start..]);
-                    dispatch::execute(&server, &mut client, args, &mut out);
+                    let grouped = match parser.multibulk_spans() {
+                        Some(spans) => batch.try_push(&client, &rbuf, start, spans),
+                        None => false,
+                    };
+                    if !grouped {
+                        batch.flush(&server, &mut client, &rbuf, &mut out);
+                        let args = parser.args(&rbuf[start..]);
+                        dispatch::execute(&server, &mut client, args, &mut out);
+                    }
                     start += used;
                     if client.close_after_reply {
                         close = true;
@@ -77,6 +87,7 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
                 }
                 Ok(None) => break,
                 Err(e) => {
+                    batch.flush(&server, &mut client, &rbuf, &mut out);
                     let mut enc = ReplyEncoder::new(&mut out, client.protocol);
                     enc.error(e.message().as_bytes());
                     server.stats.total_error_replies.add(1);
@@ -86,6 +97,7 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
                 }
             }
         }
+        batch.flush(&server, &mut client, &rbuf, &mut out);
         if start == rbuf.len() {
             rbuf.clear();
             parser.reset();

@@ -173,6 +173,8 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
 /// `appendfsync always` the commit syncs, so it runs as blocking work.
 pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<(), CommandError> {
     let sync = write && server.store.sync_mode() == roaringd_store::SyncMode::Always;
+    // Held until the WATCHers are touched (see `WatchTable`).
+    let _gate = server.watches.any().then(|| server.watches.gate.read());
     let modified = if sync && tokio::runtime::Handle::try_current().is_ok() {
         tokio::task::block_in_place(|| txn.commit())
     } else {

@@ -19,6 +19,7 @@ pub mod glob;
 pub mod info;
 pub mod listener;
 pub mod log;
+pub mod pipeline;
 pub mod reply;
 pub mod slowlog;
 pub mod start;

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 const SHARDS: usize = 16;
 
@@ -21,9 +21,9 @@ type Shard = Mutex<HashMap<(u16, Vec<u8>), Watchers>>;
 pub struct WatchSet {
     /// `(db, key)` pairs, each registered once in the table.
     pub keys: Vec<(u16, Vec<u8>)>,
-    /// For each of `keys`: was it already logically expired at WATCH time?
-    /// (EXEC aborts if a key that was live then has expired since.)
-    pub expired_at_watch: Vec<bool>,
+    /// For each of `keys`: did it exist (live, not expired) at WATCH time?
+    /// EXEC aborts if such a key no longer exists (expired or removed).
+    pub live_at_watch: Vec<bool>,
     /// Set when any watched key is touched; EXEC then fails.
     pub dirty: Arc<AtomicBool>,
 }
@@ -36,9 +36,17 @@ impl WatchSet {
 }
 
 /// The server-wide table of watched keys.
+///
+/// Ordering with EXEC: a writer's commit releases its key locks before the
+/// writer can mark WATCHers dirty with the keys it modified. So that an
+/// EXEC cannot lock such a key and check its dirty flag in between, writers
+/// hold `gate` for reading around commit + touch (only while someone
+/// watches anything), and EXEC holds it for writing around its check.
 pub struct WatchTable {
     watched: AtomicUsize,
     shards: Vec<Shard>,
+    /// See the type docs.
+    pub gate: RwLock<()>,
 }
 
 impl Default for WatchTable {
@@ -46,6 +54,7 @@ impl Default for WatchTable {
         WatchTable {
             watched: AtomicUsize::new(0),
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            gate: RwLock::new(()),
         }
     }
 }
@@ -62,7 +71,7 @@ fn shard_of(db: u16, key: &[u8]) -> usize {
 
 impl WatchTable {
     /// Registers `client_id` as a watcher of `(db, key)` (once per key).
-    pub fn watch(&self, client_id: u64, set: &mut WatchSet, db: u16, key: &[u8], expired: bool) {
+    pub fn watch(&self, client_id: u64, set: &mut WatchSet, db: u16, key: &[u8], live: bool) {
         if set.keys.iter().any(|(d, k)| *d == db && k == key) {
             return;
         }
@@ -73,7 +82,7 @@ impl WatchTable {
             .push((client_id, set.dirty.clone()));
         self.watched.fetch_add(1, Ordering::AcqRel);
         set.keys.push((db, key.to_vec()));
-        set.expired_at_watch.push(expired);
+        set.live_at_watch.push(live);
     }
 
     /// Removes every watch of the client and clears its dirty flag.
@@ -89,7 +98,7 @@ impl WatchTable {
             }
             self.watched.fetch_sub(1, Ordering::AcqRel);
         }
-        set.expired_at_watch.clear();
+        set.live_at_watch.clear();
         set.dirty.store(false, Ordering::Release);
     }
 
