@@ -109,6 +109,8 @@ impl Txn {
             };
             self.data_put(db, key, m.version, f, join_value(seq, v));
             changed = true;
+            // Redis 7.0 `hashTypeSet`: a written field or value over 64
+            // bytes, or more than 128 fields, converts to `hashtable`.
             if !m.big
                 && (len > MAX_LISTPACK_ENTRIES
                     || f.len() > MAX_LISTPACK_VALUE
