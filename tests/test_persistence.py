@@ -311,3 +311,27 @@ def test_crash_during_large_batches(roaringd_server):
     nxt = c.call("SCARD", f"big{acked[-1] + 1}")
     assert nxt in (0, 2000), f"half-applied SADD: {nxt} members"
     c.close()
+
+
+@pytest.mark.parametrize("how", ["sigterm", "kill9"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_state_survives_restart(fresh, how, seed):
+    """A random command sequence, then a restart (clean, or kill -9 under
+    appendfsync always) of the roaringd side only: the whole database must
+    still equal Redis's (which was not restarted)."""
+    from diff import Pair
+    from test_random import compare_state, run_random
+    r, s = fresh(["--appendfsync", "always"])
+    p = Pair(r, s)
+    try:
+        run_random(p, seed + 500, "mixed", 250)
+        p.close()
+        if how == "kill9":
+            r.kill()
+        else:
+            r.terminate()
+        r.start()
+        p = Pair(r, s)
+        compare_state(p, seed, "restart")
+    finally:
+        p.close()
