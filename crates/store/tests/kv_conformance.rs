@@ -383,3 +383,60 @@ fn store_counts_read_lookups_only_when_asked() {
         assert_eq!(store.stats().keyspace_hits, 0);
     }
 }
+
+#[test]
+fn store_compaction_during_writes_never_drops_live_elements() {
+    for (name, store, _d) in stores() {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let compactor = {
+            let store = store.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    store.compact().unwrap();
+                }
+            })
+        };
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    let key = format!("set{w}").into_bytes();
+                    for round in 0..60 {
+                        let mut t = store.begin(&[(0, &key)]);
+                        t.del(0, &key).unwrap();
+                        let members: Vec<Vec<u8>> = (0..20)
+                            .map(|i| format!("{round}:{i}").into_bytes())
+                            .collect();
+                        t.sadd(0, &key, &members).unwrap();
+                        t.commit().unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        compactor.join().unwrap();
+        store.compact().unwrap();
+        for w in 0..2 {
+            let key = format!("set{w}").into_bytes();
+            let mut t = store.begin(&[(0, &key)]);
+            let members = t.smembers(0, &key).unwrap();
+            assert_eq!(members.len(), 20, "{name}");
+            assert!(members.iter().all(|m| m.starts_with(b"59:")), "{name}");
+            let v = t.meta(0, &key).unwrap().unwrap().version;
+            // Only the live version's entries remain after the final compaction.
+            let raw = store
+                .kv()
+                .prefix(
+                    Space::Data,
+                    &keys::data_prefix(0, &key, 0)[..6 + key.len()],
+                    false,
+                )
+                .count();
+            assert_eq!(raw, 20, "{name}: version {v}");
+        }
+    }
+}
