@@ -440,3 +440,62 @@ fn store_compaction_during_writes_never_drops_live_elements() {
         }
     }
 }
+
+#[test]
+fn kv_overlong_keys_are_refused_not_panicking() {
+    for (name, kv, _d) in backends() {
+        let long = vec![b'k'; 70_000];
+        assert_eq!(kv.get(Space::Meta, &long).unwrap(), None, "{name}");
+        let mut b = WriteBatch::new();
+        b.put(Space::Meta, b"ok".to_vec(), Vec::new());
+        b.put(Space::Meta, long.clone(), Vec::new());
+        assert_eq!(
+            kv.write(b, Durability::Buffer),
+            Err(roaringd_store::StoreError::KeyTooLong),
+            "{name}"
+        );
+        assert_eq!(
+            kv.get(Space::Meta, b"ok").unwrap(),
+            None,
+            "{name}: nothing applied"
+        );
+        let mut b = WriteBatch::new();
+        b.put(Space::Meta, vec![b'k'; 10], Vec::new());
+        b.put(Space::Meta, vec![b'l'; 10], Vec::new());
+        kv.write(b, Durability::Buffer).unwrap();
+        assert_eq!(
+            keys_of(kv.prefix(Space::Meta, &long, false)).len(),
+            0,
+            "{name}"
+        );
+        let after = keys_of(kv.range(Space::Meta, Bound::Excluded(&long), Bound::Unbounded, false));
+        assert_eq!(after, vec![vec![b'l'; 10]], "{name}");
+        let before =
+            keys_of(kv.range(Space::Meta, Bound::Unbounded, Bound::Excluded(&long), false));
+        assert_eq!(before, vec![vec![b'k'; 10]], "{name}");
+    }
+}
+
+#[test]
+fn store_overlong_keys_read_as_absent_and_fail_on_write() {
+    for (name, store, _d) in stores() {
+        let long = vec![b'k'; 70_000];
+        let mut t = store.begin(&[(0, &long)]);
+        assert_eq!(t.get(0, &long).unwrap(), None, "{name}");
+        assert_eq!(t.smembers(0, &long).unwrap(), Vec::<Vec<u8>>::new());
+        t.put_string(0, &long, b"v".to_vec(), 0, false).unwrap();
+        assert_eq!(
+            t.commit(),
+            Err(roaringd_store::StoreError::KeyTooLong),
+            "{name}"
+        );
+        let mut t = store.begin(&[(0, b"s")]);
+        t.sadd(0, b"s", &[vec![b'm'; 65_530]]).unwrap();
+        assert_eq!(
+            t.commit(),
+            Err(roaringd_store::StoreError::KeyTooLong),
+            "{name}"
+        );
+        assert_eq!(store.stats().dbs[0].keys, 0, "{name}");
+    }
+}
