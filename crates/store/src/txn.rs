@@ -121,6 +121,7 @@ impl Txn {
     pub fn commit(mut self) -> Result<Vec<(u16, Vec<u8>)>> {
         let mut batch = WriteBatch::new();
         let mut deltas: BTreeMap<u16, (i64, i64)> = BTreeMap::new();
+        let mut min_added_expiry = u64::MAX;
         let meta = std::mem::take(&mut self.meta);
         for (mk, new) in meta {
             let (db, key) = keys::split_meta_key(&mk)?;
@@ -139,6 +140,7 @@ impl Txn {
                 }
                 if new_e != 0 {
                     batch.put(Space::Expiry, keys::expiry_key(new_e, db, key), Vec::new());
+                    min_added_expiry = min_added_expiry.min(new_e);
                 }
             }
             match new {
@@ -171,6 +173,9 @@ impl Txn {
             }
             self.inner.kv.write(batch, durability)?;
             *counts = next;
+        }
+        if min_added_expiry != u64::MAX {
+            self.inner.note_expiry_added(min_added_expiry);
         }
         self.inner
             .expired

@@ -499,3 +499,35 @@ fn store_overlong_keys_read_as_absent_and_fail_on_write() {
         assert_eq!(store.stats().dbs[0].keys, 0, "{name}");
     }
 }
+
+#[test]
+fn store_active_expiry_cursor_still_finds_keys_added_behind_it() {
+    for (name, store, _d) in stores() {
+        // A first cycle moves the cursor to "now".
+        assert!(store.active_expire_cycle(10).unwrap().is_empty(), "{name}");
+        // An expire time already in the past (behind the cursor).
+        let mut t = store.begin(&[(0, b"past")]);
+        t.put_string(0, b"past", b"v".to_vec(), 5, false).unwrap();
+        t.commit().unwrap();
+        assert_eq!(
+            store.active_expire_cycle(10).unwrap(),
+            vec![(0, b"past".to_vec())],
+            "{name}"
+        );
+        // Budget-limited cycles resume where they stopped.
+        let mut t = store.begin(&[]);
+        let now = t.now_ms();
+        for i in 0..5u64 {
+            let k = format!("k{i}").into_bytes();
+            t.put_string(0, &k, b"v".to_vec(), now - 10 + i, false)
+                .unwrap();
+        }
+        t.commit().unwrap();
+        let mut got = Vec::new();
+        for _ in 0..10 {
+            got.extend(store.active_expire_cycle(2).unwrap());
+        }
+        assert_eq!(got.len(), 5, "{name}");
+        assert_eq!(store.stats().dbs[0].keys, 0, "{name}");
+    }
+}
