@@ -16,8 +16,15 @@
 //!   (`Store::compact` forces a full compaction).
 //! - The expiry index is a third keyspace, `expiry` (`expire_at | db |
 //!   key`), kept in the same batch as meta changes; the active cycle reads
-//!   its head. Per-database key / expire counters are persisted records in
-//!   `meta` under the reserved database `0xFFFF`, updated in the same batch.
+//!   it from a cursor in time order. Per-database key / expire counters are
+//!   persisted records in `meta` under the reserved database `0xFFFF`,
+//!   updated in the same batch.
+//! - Strings live inline in `meta`; a set is one `data` entry per member, a
+//!   hash one per field (value = insertion sequence | value, to replay
+//!   Redis's listpack order). Cardinalities live in the meta summary.
+//! - Limits that Redis does not have: an entry key (prefix + key, plus
+//!   member / field for elements) is at most 65,535 bytes (fjall's limit),
+//!   reported as `StoreError::KeyTooLong`.
 
 pub mod error;
 pub mod glob;
