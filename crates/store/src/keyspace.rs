@@ -290,8 +290,8 @@ impl Txn {
         Ok(base.saturating_add_signed(self.pending_key_delta(db)))
     }
 
-    /// FLUSHDB: removes every key of `db`. Requires [`Store::begin_exclusive`]
-    /// (crate::Store::begin_exclusive). Unlike other writes it is applied at
+    /// FLUSHDB: removes every key of `db`. Requires a Txn from
+    /// [`crate::Store::begin_exclusive`].
     /// once, in chunks, not at commit; this `Txn`'s pending writes to `db`
     /// are discarded. Elements are collected later by compaction.
     ///
