@@ -291,8 +291,8 @@ impl Txn {
     }
 
     /// FLUSHDB: removes every key of `db`. Requires a Txn from
-    /// [`crate::Store::begin_exclusive`].
-    /// once, in chunks, not at commit; this `Txn`'s pending writes to `db`
+    /// [`crate::Store::begin_exclusive`]. Unlike other writes it is applied
+    /// at once, in chunks, not at commit; this `Txn`'s pending writes to `db`
     /// are discarded. Elements are collected later by compaction.
     ///
     /// # Errors
