@@ -105,6 +105,8 @@ pub struct Config {
     pub pidfile: String,
     /// `protected-mode` (accepted for compatibility).
     pub protected_mode: bool,
+    /// `io-threads`: runtime worker threads (0 = one per core).
+    pub io_threads: u64,
 }
 
 impl Default for Config {
@@ -132,6 +134,7 @@ impl Default for Config {
             save: String::new(),
             pidfile: String::new(),
             protected_mode: true,
+            io_threads: 0,
         }
     }
 }
@@ -160,10 +163,12 @@ pub const NAMES: &[&str] = &[
     "save",
     "pidfile",
     "protected-mode",
+    "io-threads",
 ];
 
 /// Settings that only the command line / config file may set.
 const IMMUTABLE: &[&str] = &[
+    "io-threads",
     "port",
     "bind",
     "dir",
@@ -312,6 +317,7 @@ impl Config {
             "protected-mode" => self.protected_mode = yes_no(one()?)?,
             "save" => self.save = values.join(" "),
             "pidfile" => self.pidfile = one()?.to_string(),
+            "io-threads" => self.io_threads = number(one()?)?,
             _ => return Err(SetError::Unknown),
         }
         Ok(())
@@ -349,6 +355,7 @@ impl Config {
             "protected-mode" => if self.protected_mode { "yes" } else { "no" }.into(),
             "save" => self.save.clone(),
             "pidfile" => self.pidfile.clone(),
+            "io-threads" => self.io_threads.to_string(),
             _ => return None,
         })
     }
