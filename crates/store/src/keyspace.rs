@@ -369,23 +369,39 @@ impl Txn {
     }
 
     /// MEMORY USAGE: bytes the key occupies in the store (its meta entry and
-    /// every element entry, keys and values, before compression). `None`
-    /// when absent. Not counted as a keyspace hit / miss (as in Redis).
+    /// its element entries, keys and values, before compression). With
+    /// `samples > 0` and more elements than that, the element bytes are
+    /// estimated from the first `samples` elements times the cardinality
+    /// (Redis samples 5 by default; 0 = all). `None` when absent. Not
+    /// counted as a keyspace hit / miss (as in Redis).
     ///
     /// # Errors
     /// `Io` / `Corrupt`.
-    pub fn memory_usage(&mut self, db: u16, key: &[u8]) -> Result<Option<u64>> {
+    pub fn memory_usage(&mut self, db: u16, key: &[u8], samples: usize) -> Result<Option<u64>> {
         let Some(m) = self.live_meta(db, key)? else {
             return Ok(None);
         };
         let mut total = (2 + key.len() + m.encode().len()) as u64;
-        if m.has_data() {
-            let plen = keys::data_prefix(db, key, m.version).len() as u64;
-            for e in self.data_iter(db, key, m.version, None, false) {
-                let (sub, v) = e?;
-                total += plen + sub.len() as u64 + v.len() as u64;
+        let card = match m.summary {
+            Summary::String(_) => return Ok(Some(total)),
+            Summary::Set { card } => card,
+            Summary::Hash { len, .. } => len,
+        };
+        let plen = keys::data_prefix(db, key, m.version).len() as u64;
+        let mut seen = 0u64;
+        let mut bytes = 0u64;
+        for e in self.data_iter(db, key, m.version, None, false) {
+            if samples > 0 && seen >= samples as u64 {
+                break;
             }
+            let (sub, v) = e?;
+            bytes += plen + sub.len() as u64 + v.len() as u64;
+            seen += 1;
         }
+        if seen > 0 && seen < card {
+            bytes = bytes / seen * card;
+        }
+        total += bytes;
         Ok(Some(total))
     }
 

@@ -297,10 +297,14 @@ fn sets_sscan_pages_big_sets() {
             cursor = next;
         }
         assert_eq!(sorted(seen), sorted(members.clone()), "{name}");
-        assert_eq!(
-            t.memory_usage(0, b"big").unwrap().map(|n| n > 600 * 8),
-            Some(true)
+        let exact = t.memory_usage(0, b"big", 0).unwrap().unwrap();
+        assert!(exact > 600 * 8, "{name}");
+        let sampled = t.memory_usage(0, b"big", 5).unwrap().unwrap();
+        assert!(
+            sampled > exact / 2 && sampled < exact * 2,
+            "{name}: {sampled} vs {exact}"
         );
+        assert_eq!(t.memory_usage(0, b"nokey", 5).unwrap(), None);
     }
 }
 

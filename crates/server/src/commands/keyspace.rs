@@ -485,15 +485,21 @@ fn object_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, Comman
 
 fn memory_usage(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let key = args.next_bytes()?;
+    // Redis's default sample count for nested values.
+    let mut samples = 5usize;
     while args.remaining() > 0 {
         if args.remaining() >= 2 && args.eat_keyword("samples") {
-            args.next_i64()?;
+            let n = args.next_i64()?;
+            if n < 0 {
+                return Err(CommandError::Syntax);
+            }
+            samples = usize::try_from(n).unwrap_or(usize::MAX);
         } else {
             return Err(CommandError::Syntax);
         }
     }
     let db = ctx.db;
-    Ok(match ctx.txn()?.memory_usage(db, key)? {
+    Ok(match ctx.txn()?.memory_usage(db, key, samples)? {
         Some(n) => Reply::Integer(i64::try_from(n).unwrap_or(i64::MAX)),
         None => Reply::Null,
     })
