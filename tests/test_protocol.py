@@ -201,3 +201,19 @@ def test_unread_replies_do_not_block_others(servers):
             assert hog.read_reply() == big, srv.kind
         hog.close()
         setup.close()
+
+
+def test_too_long_key_keeps_connection(servers):
+    """Whatever the reply to an over-long key (roaringd limits store entry keys to
+    64 KiB, Redis has no limit), the connection and the server stay usable."""
+    servers.reset()
+    for srv in (servers.roaringd, servers.redis):
+        c = srv.client()
+        c.call("SET", b"K" * 200_000, "v")
+        c.call("SADD", "s", b"M" * 200_000)
+        assert c.call("PING") == Status(b"PONG"), srv.kind
+        assert c.call("SET", "after", "1") == Status(b"OK")
+        c.close()
+        c = srv.client()
+        assert c.call("GET", "after") == b"1"
+        c.close()
