@@ -229,7 +229,7 @@ impl Txn {
                 break;
             }
             if pattern.is_none_or(|p| glob_match(p, &key)) {
-                out.push((key.clone(), m.kind()));
+                out.push((key.clone(), m.kind));
             }
             last = Some(key);
         }

@@ -47,6 +47,6 @@ pub mod txn;
 pub use error::{Result, StoreError};
 pub use glob::{glob_match, glob_match_nocase};
 pub use kv::{Durability, Kv, KvRead, KvStats, Space, WriteBatch};
-pub use meta::{KeyMeta, Kind, Summary};
+pub use meta::{KeyMeta, Kind, MetaBrief, Summary};
 pub use store::{now_ms, DbStats, Store, StoreConfig, StoreStats, SyncMode};
 pub use txn::Txn;

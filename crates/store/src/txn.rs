@@ -8,7 +8,7 @@ use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::kv::{KvIter, Space, WriteBatch};
 use crate::locks::Held;
-use crate::meta::{KeyMeta, Kind};
+use crate::meta::{KeyMeta, Kind, MetaBrief};
 use crate::store::{counts_key, encode_counts, now_ms, Inner, Store};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::iter::Peekable;
@@ -299,14 +299,14 @@ impl Txn {
         Store::alloc_version(&self.inner, false)
     }
 
-    /// Live meta entries `(user key, meta)` of database `db` from `start`
-    /// (a bound on the user key), ascending, overlay applied, expired keys
-    /// skipped.
+    /// Live keys `(user key, type and expire time)` of database `db` from
+    /// `start` (a bound on the user key), ascending, overlay applied,
+    /// expired keys skipped.
     pub(crate) fn meta_iter(
         &self,
         db: u16,
         start: Bound<&[u8]>,
-    ) -> impl Iterator<Item = Result<(Vec<u8>, KeyMeta)>> + '_ {
+    ) -> impl Iterator<Item = Result<(Vec<u8>, MetaBrief)>> + '_ {
         let prefix = keys::meta_db_prefix(db);
         let end = crate::kv::prefix_end(&prefix);
         let start_key: Bound<Vec<u8>> = match start {
@@ -320,15 +320,15 @@ impl Txn {
             None => Bound::Unbounded,
         };
         let kv: KvIter<'_> = self.inner.kv.range(Space::Meta, start, end_b, false);
-        let kv = kv.map(|r| r.and_then(|(k, v)| Ok((k, KeyMeta::decode(&v)?))));
-        let ov: Box<dyn Iterator<Item = (Vec<u8>, Option<KeyMeta>)> + Send + '_> =
+        let kv = kv.map(|r| r.and_then(|(k, v)| Ok((k, KeyMeta::decode_brief(&v)?))));
+        let ov: Box<dyn Iterator<Item = (Vec<u8>, Option<MetaBrief>)> + Send + '_> =
             if crate::kv::range_is_empty(start, end_b) {
                 Box::new(std::iter::empty())
             } else {
                 Box::new(
                     self.meta
                         .range::<[u8], _>((start, end_b))
-                        .map(|(k, v)| (k.clone(), v.clone())),
+                        .map(|(k, v)| (k.clone(), v.as_ref().map(KeyMeta::brief))),
                 )
             };
         let now = self.now;
