@@ -320,17 +320,28 @@ impl Txn {
         let Some(m) = self.hash_meta(db, key)? else {
             return Ok(Vec::new());
         };
-        let all = self.fields_of(db, key, &m)?;
+        let (len, _) = len_of(&m);
+        let pick = |t: &Txn, k: usize| -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+            let mut out = Vec::with_capacity(k);
+            for (f, v) in t.sample_elements(db, key, m.version, len, k)? {
+                out.push((f, split_value(&v)?.1.to_vec()));
+            }
+            Ok(out)
+        };
         Ok(match count {
-            None => sample::reservoir(all.into_iter(), 1),
+            None => pick(self, 1)?,
             Some(c) if c >= 0 => {
-                if c as u64 >= all.len() as u64 {
-                    all
+                if c as u64 >= len {
+                    self.fields_of(db, key, &m)?
                 } else {
-                    sample::reservoir(all.into_iter(), c as usize)
+                    pick(self, c as usize)?
                 }
             }
-            Some(c) => sample::with_repeats(&all, c.unsigned_abs() as usize),
+            Some(c) => {
+                let n = c.unsigned_abs() as usize;
+                let pool = pick(self, n.min(len as usize))?;
+                sample::with_repeats(&pool, n)
+            }
         })
     }
 }

@@ -420,6 +420,61 @@ impl Txn {
         self.touched.insert((db, key.to_vec()));
     }
 
+    /// Up to `k` distinct random elements `(subkey, value)` of a key
+    /// version holding `card` elements. Up to 1,024 elements (or when `k`
+    /// is over a quarter of them) the sample is uniform over a full scan;
+    /// bigger collections sample a window of about `2k` elements after a
+    /// random pivot between the first and last subkey (cheap, not exactly
+    /// uniform).
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn sample_elements(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        card: u64,
+        k: usize,
+    ) -> Result<Pairs> {
+        if card <= 1024 || (k as u64).saturating_mul(4) > card {
+            let all = self
+                .data_iter(db, key, version, None, false)
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(crate::sample::reservoir(all.into_iter(), k));
+        }
+        let first = self
+            .data_iter(db, key, version, None, false)
+            .next()
+            .transpose()?;
+        let last = self
+            .data_iter(db, key, version, None, true)
+            .next()
+            .transpose()?;
+        let (Some((first, _)), Some((last, _))) = (first, last) else {
+            return Ok(Vec::new());
+        };
+        let pivot = crate::sample::pivot_between(&first, &last);
+        let want = k.saturating_mul(2).max(16);
+        let mut window = Vec::with_capacity(want);
+        for e in self.data_iter(db, key, version, Some(&pivot), false) {
+            if window.len() >= want {
+                break;
+            }
+            window.push(e?);
+        }
+        if window.len() < want {
+            for e in self.data_iter(db, key, version, None, false) {
+                let e = e?;
+                if window.len() >= want || e.0 > pivot {
+                    break;
+                }
+                window.push(e);
+            }
+        }
+        Ok(crate::sample::reservoir(window.into_iter(), k))
+    }
+
     /// Elements `(subkey, value)` of a key version with subkey after `after`
     /// (exclusive; `None` = from the first), ascending or descending
     /// (descending: subkeys before `after`), overlay applied.
