@@ -21,4 +21,5 @@ GAPS: dict[str, str] = {
     'test_server.py::test_info_stats_counters': 'F8 INFO stats keyspace_hits/misses not counted',
     'test_strings.py::test_scenario[resp2-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, store-to-infra.md section 6)',
     'test_strings.py::test_scenario[resp3-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, store-to-infra.md section 6)',
+    'test_persistence.py::test_shutdown_arguments': 'F12 SHUTDOWN NOSAVE SAVE shuts down; Redis answers ERR syntax error',
 }

@@ -335,3 +335,28 @@ def test_random_state_survives_restart(fresh, how, seed):
         compare_state(p, seed, "restart")
     finally:
         p.close()
+
+
+def test_shutdown_arguments(fresh):
+    """SHUTDOWN argument errors (differential), then SHUTDOWN NOSAVE stops both."""
+    from diff import Pair
+    r, s = fresh()
+    p = Pair(r, s)
+    try:
+        p.seq([("SHUTDOWN", "FOO"), ("SHUTDOWN", "ABORT"), ("SHUTDOWN", "NOSAVE", "SAVE"), ("PING",)])
+        for srv, c in ((r, p.r), (s, p.s)):
+            c.send_raw(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n")
+            assert c.read_until_close(timeout=30) == b"", srv.kind
+            assert srv.wait_exit(30) is not None, f"{srv.kind} still running after SHUTDOWN NOSAVE"
+            srv.proc = None
+    finally:
+        p.close()
+
+
+def test_shutdown_needs_auth(fresh):
+    r, s = fresh(["--requirepass", "pw"])
+    for srv in (r, s):
+        c = RespClient(srv.port)
+        assert c.call("SHUTDOWN").value.startswith(b"NOAUTH"), srv.kind
+        c.close()
+        assert srv.alive(), srv.kind
