@@ -173,8 +173,14 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
 /// `appendfsync always` the commit syncs, so it runs as blocking work.
 pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<(), CommandError> {
     let sync = write && server.store.sync_mode() == roaringd_store::SyncMode::Always;
-    // Held until the WATCHers are touched (see `WatchTable`).
-    let _gate = server.watches.any().then(|| server.watches.gate.read());
+    if write && server.watches.any() {
+        // Touch WATCHers while the key locks are still held, so an EXEC that
+        // locks one of these keys after us sees its dirty flag.
+        let keys = txn.modified_keys();
+        server
+            .watches
+            .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
+    }
     let modified = if sync && tokio::runtime::Handle::try_current().is_ok() {
         tokio::task::block_in_place(|| txn.commit())
     } else {
@@ -184,9 +190,12 @@ pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<
         Ok(keys) => {
             if !keys.is_empty() {
                 server.stats.dirty.add(keys.len() as u64);
-                server
-                    .watches
-                    .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
+                if !write {
+                    // Keys removed by lazy expiry during a read.
+                    server
+                        .watches
+                        .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
+                }
             }
             Ok(())
         }
@@ -204,6 +213,11 @@ pub fn call(
 ) -> Result<Reply, CommandError> {
     args.seek(if entry.is_sub { 2 } else { 1 });
     *client.info.last_cmd.lock() = entry.full_name;
+    let mut txn = txn;
+    if let Some(t) = txn.as_deref_mut() {
+        // Keyspace hits/misses count the lookups of read-only commands.
+        t.set_count_lookups(!entry.spec.has(Flag::Write));
+    }
     let mut ctx = Ctx {
         db: client.db,
         client,

@@ -165,8 +165,8 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
                 store
                     .expired_keys
                     .saturating_sub(st.expired_keys_base.load(Ordering::Relaxed)),
-                st.keyspace_hits.get(),
-                st.keyspace_misses.get(),
+                store.keyspace_hits,
+                store.keyspace_misses,
                 st.total_error_replies.get(),
             );
         }

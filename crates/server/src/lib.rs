@@ -27,7 +27,7 @@ pub mod state;
 pub mod transaction;
 pub mod watch;
 
-pub use command_table::{AclCat, CommandSpec, Flag, Handler, KeySpec};
+pub use command_table::{AclCat, CommandSpec, Flag, Handler, KeyFind, KeySpec, KeySpecDoc};
 pub use ctx::Ctx;
 pub use error::CommandError;
 pub use reply::Reply;

@@ -28,10 +28,6 @@ pub struct Stats {
     pub net_input_bytes: Counter,
     /// Bytes written to clients.
     pub net_output_bytes: Counter,
-    /// Reads that found their key.
-    pub keyspace_hits: Counter,
-    /// Reads that did not.
-    pub keyspace_misses: Counter,
     /// The store's expired-keys counter at the last RESETSTAT (INFO shows
     /// the difference).
     pub expired_keys_base: AtomicU64,
@@ -50,8 +46,6 @@ impl Stats {
             &self.rejected_connections,
             &self.net_input_bytes,
             &self.net_output_bytes,
-            &self.keyspace_hits,
-            &self.keyspace_misses,
             &self.total_error_replies,
         ] {
             c.reset();

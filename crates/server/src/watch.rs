@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 const SHARDS: usize = 16;
 
@@ -37,16 +37,12 @@ impl WatchSet {
 
 /// The server-wide table of watched keys.
 ///
-/// Ordering with EXEC: a writer's commit releases its key locks before the
-/// writer can mark WATCHers dirty with the keys it modified. So that an
-/// EXEC cannot lock such a key and check its dirty flag in between, writers
-/// hold `gate` for reading around commit + touch (only while someone
-/// watches anything), and EXEC holds it for writing around its check.
+/// Ordering with EXEC: writers touch WATCHers with the keys they modified
+/// before their commit releases the key locks; EXEC checks its dirty flag
+/// after taking its own key locks.
 pub struct WatchTable {
     watched: AtomicUsize,
     shards: Vec<Shard>,
-    /// See the type docs.
-    pub gate: RwLock<()>,
 }
 
 impl Default for WatchTable {
@@ -54,7 +50,6 @@ impl Default for WatchTable {
         WatchTable {
             watched: AtomicUsize::new(0),
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-            gate: RwLock::new(()),
         }
     }
 }

@@ -163,7 +163,7 @@ fn command_introspection() {
         &watch[3..6],
         &[Frame::Integer(1), Frame::Integer(-1), Frame::Integer(1)]
     );
-    assert_eq!(items[1], Frame::NullArray);
+    assert_eq!(items[1], Frame::NullBulk);
     assert_eq!(
         c.call(&["COMMAND", "GETKEYS", "watch", "a", "b"]).unwrap(),
         Frame::Array(vec![Frame::Bulk(b"a".to_vec()), Frame::Bulk(b"b".to_vec())])

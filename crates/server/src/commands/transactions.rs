@@ -167,9 +167,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
         let keys: Vec<(u16, &[u8])> = owned.iter().map(|(d, k)| (*d, k.as_slice())).collect();
         Some(server.store.begin(&keys))
     };
-    // Checked with the locks held. Writers mark WATCHers dirty right after
-    // their commit (with the exact set of keys they modified).
-    let gate = server.watches.gate.write();
+    // Checked with the locks held: writers mark WATCHers dirty (with the
+    // exact keys they modified) before they release their key locks.
     let mut dirty = client.watch.dirty.load(Ordering::Acquire);
     if !dirty && !client.watch.is_empty() {
         // Redis 7: a watched key that was live at WATCH and has expired since
@@ -190,7 +189,6 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
             }
         }
     }
-    drop(gate);
     server.watches.unwatch_all(client.id, &mut client.watch);
     if dirty {
         return Ok(Reply::NullArray);
