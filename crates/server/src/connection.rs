@@ -90,7 +90,7 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
                     batch.flush(&server, &mut client, &rbuf, &mut out);
                     let mut enc = ReplyEncoder::new(&mut out, client.protocol);
                     enc.error(e.message().as_bytes());
-                    server.stats.total_error_replies.add(1);
+                    server.stats.record_error(b"ERR");
                     crate::verbose!("Protocol error ({}) from client: id={}", e, info.id);
                     close = true;
                     break;

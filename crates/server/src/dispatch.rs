@@ -55,12 +55,30 @@ pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut V
     encode(server, client, &reply, out);
 }
 
-/// Appends `reply` in the client's protocol.
+/// Appends `reply` in the client's protocol, counting error replies (also
+/// those inside an EXEC result) for INFO.
 pub fn encode(server: &Server, client: &Client, reply: &Reply, out: &mut Vec<u8>) {
-    if let Reply::Error(_) = reply {
-        server.stats.total_error_replies.add(1);
+    match reply {
+        Reply::Error(e) => record_error(server, e),
+        Reply::Array(items) if items.iter().any(|r| matches!(r, Reply::Error(_))) => {
+            for r in items {
+                if let Reply::Error(e) = r {
+                    record_error(server, e);
+                }
+            }
+        }
+        _ => {}
     }
     reply.encode(&mut ReplyEncoder::new(out, client.protocol));
+}
+
+fn record_error(server: &Server, e: &CommandError) {
+    match e {
+        CommandError::Err(_) | CommandError::Syntax | CommandError::NotInteger => {
+            server.stats.record_error(b"ERR")
+        }
+        other => server.stats.record_error(other.to_string().as_bytes()),
+    }
 }
 
 /// A command that fails to queue makes the transaction fail at EXEC.

@@ -35,6 +35,8 @@ pub struct Stats {
     pub total_error_replies: Counter,
     /// Writes since the last SAVE.
     pub dirty: Counter,
+    /// Error replies by error code (`ERR`, `WRONGTYPE`, ...), for INFO errorstats.
+    pub errors_by_code: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Stats {
@@ -50,6 +52,19 @@ impl Stats {
         ] {
             c.reset();
         }
+        self.errors_by_code.lock().clear();
+    }
+
+    /// Counts one error reply whose text is `text` (code first).
+    pub fn record_error(&self, text: &[u8]) {
+        self.total_error_replies.add(1);
+        let end = text
+            .iter()
+            .position(|&c| c == b' ')
+            .unwrap_or(text.len())
+            .min(64);
+        let code = String::from_utf8_lossy(&text[..end]).into_owned();
+        *self.errors_by_code.lock().entry(code).or_insert(0) += 1;
     }
 }
 
