@@ -20,7 +20,6 @@ use roaringd_bitmap::Bitmap;
 use std::hint::black_box;
 use std::time::Instant;
 
-
 struct Sets {
     ours: Vec<Bitmap>,
     cr: Vec<croaring::Bitmap>,
@@ -44,26 +43,36 @@ fn ops() -> Vec<(&'static str, [OpFn; 3])> {
     vec![
         op!(
             "and",
-            |s: &Sets, _| pairs(&s.ours).map(|(a, b)| a.and(b).container_count() as u64).sum(),
+            |s: &Sets, _| pairs(&s.ours)
+                .map(|(a, b)| a.and(b).container_count() as u64)
+                .sum(),
             |s: &Sets, _| pairs(&s.cr).map(|(a, b)| a.and(b).is_empty() as u64).sum(),
             |s: &Sets, _| pairs(&s.ro).map(|(a, b)| (a & b).is_empty() as u64).sum()
         ),
         op!(
             "or",
-            |s: &Sets, _| pairs(&s.ours).map(|(a, b)| a.or(b).container_count() as u64).sum(),
+            |s: &Sets, _| pairs(&s.ours)
+                .map(|(a, b)| a.or(b).container_count() as u64)
+                .sum(),
             |s: &Sets, _| pairs(&s.cr).map(|(a, b)| a.or(b).is_empty() as u64).sum(),
             |s: &Sets, _| pairs(&s.ro).map(|(a, b)| (a | b).is_empty() as u64).sum()
         ),
         op!(
             "xor",
-            |s: &Sets, _| pairs(&s.ours).map(|(a, b)| a.xor(b).container_count() as u64).sum(),
+            |s: &Sets, _| pairs(&s.ours)
+                .map(|(a, b)| a.xor(b).container_count() as u64)
+                .sum(),
             |s: &Sets, _| pairs(&s.cr).map(|(a, b)| a.xor(b).is_empty() as u64).sum(),
             |s: &Sets, _| pairs(&s.ro).map(|(a, b)| (a ^ b).is_empty() as u64).sum()
         ),
         op!(
             "andnot",
-            |s: &Sets, _| pairs(&s.ours).map(|(a, b)| a.andnot(b).container_count() as u64).sum(),
-            |s: &Sets, _| pairs(&s.cr).map(|(a, b)| a.andnot(b).is_empty() as u64).sum(),
+            |s: &Sets, _| pairs(&s.ours)
+                .map(|(a, b)| a.andnot(b).container_count() as u64)
+                .sum(),
+            |s: &Sets, _| pairs(&s.cr)
+                .map(|(a, b)| a.andnot(b).is_empty() as u64)
+                .sum(),
             |s: &Sets, _| pairs(&s.ro).map(|(a, b)| (a - b).is_empty() as u64).sum()
         ),
         op!(
@@ -82,7 +91,9 @@ fn ops() -> Vec<(&'static str, [OpFn; 3])> {
             "xor_len",
             |s: &Sets, _| pairs(&s.ours).map(|(a, b)| a.xor_len(b)).sum(),
             |s: &Sets, _| pairs(&s.cr).map(|(a, b)| a.xor_cardinality(b)).sum(),
-            |s: &Sets, _| pairs(&s.ro).map(|(a, b)| a.symmetric_difference_len(b)).sum()
+            |s: &Sets, _| pairs(&s.ro)
+                .map(|(a, b)| a.symmetric_difference_len(b))
+                .sum()
         ),
         op!(
             "andnot_len",
@@ -174,7 +185,12 @@ fn main() {
         }
         let data = datasets::load(&name);
         let total: u64 = data.iter().map(|v| v.len() as u64).sum();
-        let max = data.iter().filter_map(|v| v.last()).copied().max().unwrap_or(0);
+        let max = data
+            .iter()
+            .filter_map(|v| v.last())
+            .copied()
+            .max()
+            .unwrap_or(0);
         let mut rng = 0x1234_5678_9abc_def0u64;
         let probes: Vec<u32> = (0..1000)
             .map(|_| {
@@ -204,7 +220,11 @@ fn main() {
                     answers[e] = black_box(fns[e](black_box(&sets), round));
                     times[oi][e].push(t.elapsed().as_secs_f64());
                 }
-                if ops[oi].0.ends_with("_len") || ops[oi].0 == "wide_union" || ops[oi].0 == "contains" || ops[oi].0 == "iterate" {
+                if ops[oi].0.ends_with("_len")
+                    || ops[oi].0 == "wide_union"
+                    || ops[oi].0 == "contains"
+                    || ops[oi].0 == "iterate"
+                {
                     assert!(
                         answers[0] == answers[1] && answers[1] == answers[2],
                         "{name} {}: engines disagree {answers:?}",
@@ -262,5 +282,8 @@ fn main() {
         );
     }
     println!();
-    println!("geomean_vs_croaring={:.3}", (log_sum / log_n.max(1) as f64).exp());
+    println!(
+        "geomean_vs_croaring={:.3}",
+        (log_sum / log_n.max(1) as f64).exp()
+    );
 }
