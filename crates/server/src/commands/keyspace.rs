@@ -8,7 +8,7 @@ use roaringd_resp::Args;
 use roaringd_store::keyspace::ExpireCond;
 use roaringd_store::{Kind, StoreError};
 
-use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
+use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc};
 use crate::commands::connection::{container, help};
 use crate::ctx::Ctx;
 use crate::error::CommandError;
@@ -68,8 +68,16 @@ pub const COMMANDS: &[CommandSpec] = &[
         .key_flags(&["RO", "access"]),
     row("persist", 2, persist, WF, K1, "Removes the expiration time of a key.", "2.2.0")
         .key_flags(&["RW", "update"]),
-    row("rename", 3, rename, W, K12, "Renames a key and overwrites the destination.", "1.0.0"),
-    row("renamenx", 3, renamenx, WF, K12, "Renames a key only when the target key name doesn't exist.", "1.0.0"),
+    row("rename", 3, rename, W, K12, "Renames a key and overwrites the destination.", "1.0.0")
+        .key_specs(&[
+            KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1),
+            KeySpecDoc::range(&["OW", "update"], 2, 0, 1),
+        ]),
+    row("renamenx", 3, renamenx, WF, K12, "Renames a key only when the target key name doesn't exist.", "1.0.0")
+        .key_specs(&[
+            KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1),
+            KeySpecDoc::range(&["OW", "insert"], 2, 0, 1),
+        ]),
     row("keys", 2, keys, R, KeySpec::None, "Returns all key names that match a pattern.", "1.0.0")
         .acl(&[AclCat::Keyspace, AclCat::Dangerous]),
     row("scan", -2, scan, R, KeySpec::None, "Iterates over the key names in the database.", "2.8.0"),
