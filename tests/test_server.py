@@ -159,6 +159,7 @@ SCENARIOS = {
                    "CONFIG GET DATABASES", "CONFIG GET", "CONFIG", "CONFIG NOSUCH"],
     "config_set_errors": ["CONFIG SET nosuchparam 1", "CONFIG SET slowlog-max-len abc", "CONFIG SET timeout",
                           "CONFIG SET databases 4", "CONFIG SET appendfsync sometimes"],
+    "slowlog_arity": ["SLOWLOG GET 1 2", "SLOWLOG GET -1", "SLOWLOG GET -2", "SLOWLOG GET 0", "SLOWLOG LEN 1"],
     "config_resetstat": ["CONFIG RESETSTAT", "CONFIG RESETSTAT x"],
     "slowlog_basic": ["SLOWLOG LEN", "SLOWLOG GET", "SLOWLOG GET 1", "SLOWLOG RESET", "SLOWLOG GET abc",
                       "SLOWLOG NOSUCH", "SLOWLOG"],

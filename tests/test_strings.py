@@ -62,6 +62,8 @@ SCENARIOS = {
                     "INCRBYFLOAT h 0", "GET h", "INCRBYFLOAT h -0.0", "INCRBYFLOAT i 10.50", "GET i",
                     "INCRBYFLOAT i 1.0000000000000001", "INCRBYFLOAT i 3.3333333333333333333",
                     "SADD s a", "INCRBYFLOAT s 1", "INCRBYFLOAT f"],
+    "incrbyfloat_long_double_range": ["INCRBYFLOAT b 1e308", "INCRBYFLOAT b 1e308", "GET b", "INCRBYFLOAT c 3e400",
+                                      "INCRBYFLOAT c -3e400", "GET c", "INCRBYFLOAT d 1e5000", "INCRBYFLOAT d 1e4933"],
     "append_strlen": ["APPEND k abc", "APPEND k def", "GET k", "STRLEN k", "STRLEN nokey", "SET n 10", "APPEND n 5",
                       "GET n", "INCR n", "SADD s a", "APPEND s x", "STRLEN s", "APPEND k"],
     "getrange": ["SET k 'Hello'", "SET k HelloWorld", "GETRANGE k 0 3", "GETRANGE k -3 -1", "GETRANGE k 0 -1",
