@@ -628,10 +628,12 @@ pub struct Entry {
     pub subs: Vec<Entry>,
     /// True for a subcommand entry.
     pub is_sub: bool,
+    /// `top << 16 | (sub + 1)`, or `top << 16` for a top-level entry.
+    pub id: u32,
 }
 
 impl Entry {
-    fn new(spec: &'static CommandSpec, parent: Option<&str>) -> Entry {
+    fn new(spec: &'static CommandSpec, parent: Option<&str>, id: u32) -> Entry {
         let full_name: &'static str = match parent {
             None => spec.name,
             Some(p) => Box::leak(format!("{p}|{}", spec.name).into_boxed_str()),
@@ -643,9 +645,11 @@ impl Entry {
             subs: spec
                 .subcommands
                 .iter()
-                .map(|s| Entry::new(s, Some(spec.name)))
+                .enumerate()
+                .map(|(i, s)| Entry::new(s, Some(spec.name), id | (i as u32 + 1)))
                 .collect(),
             is_sub: parent.is_some(),
+            id,
         }
     }
 
@@ -669,7 +673,7 @@ static TABLE: LazyLock<CommandTable> = LazyLock::new(|| {
     for family in FAMILIES {
         for spec in family.iter() {
             by_name.insert(spec.name.as_bytes(), entries.len());
-            entries.push(Entry::new(spec, None));
+            entries.push(Entry::new(spec, None, (entries.len() as u32) << 16));
         }
     }
     CommandTable { entries, by_name }
@@ -691,6 +695,15 @@ impl CommandTable {
         lower.copy_from_slice(name);
         lower.make_ascii_lowercase();
         self.by_name.get(&*lower).map(|&i| &self.entries[i])
+    }
+
+    /// The entry with `Entry::id` `id`.
+    pub fn by_id(&'static self, id: u32) -> Option<&'static Entry> {
+        let top = self.entries.get((id >> 16) as usize)?;
+        match id & 0xffff {
+            0 => Some(top),
+            sub => top.subs.get(sub as usize - 1),
+        }
     }
 
     /// Every top-level entry, in table order.

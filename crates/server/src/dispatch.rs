@@ -230,7 +230,7 @@ pub fn call(
     txn: Option<&mut roaringd_store::Txn>,
 ) -> Result<Reply, CommandError> {
     args.seek(if entry.is_sub { 2 } else { 1 });
-    *client.info.last_cmd.lock() = entry.full_name;
+    client.info.set_last_cmd(entry);
     let mut txn = txn;
     if let Some(t) = txn.as_deref_mut() {
         // Keyspace hits/misses count the lookups of read-only commands.
