@@ -34,6 +34,8 @@ GAPS: dict[str, str] = {
     'test_hashes.py::test_scenario[resp3-hscan_check_order]': "F13 SSCAN/HSCAN parse options before looking up the key; '' and NUL cursors refused",
     'test_sets.py::test_scenario[resp3-sscan_check_order]': "F13 SSCAN/HSCAN parse options before looking up the key; '' and NUL cursors refused",
     'test_server.py::test_scenario[resp3-slowlog_arity]': 'F16 SLOWLOG GET with extra arguments is accepted',
-    'test_fuzz_args.py::test_fuzz_arguments[seed1]': 'F13, F14 (argument fuzzing hits them first)',
-    'test_fuzz_args.py::test_fuzz_arguments[seed2]': 'F13, F14 (argument fuzzing hits them first)',
+    'test_fuzz_args.py::test_fuzz_arguments[seed1]': 'F13, F14, F18 (argument fuzzing hits them first)',
+    'test_fuzz_args.py::test_fuzz_arguments[seed2]': 'F13, F14, F18 (argument fuzzing hits them first)',
+    'test_transactions.py::test_scenario[resp2-exec_with_args]': 'F18 EXEC with arguments: EXECABORT text keeps an ERR prefix Redis drops',
+    'test_transactions.py::test_scenario[resp3-exec_with_args]': 'F18 EXEC with arguments: EXECABORT text keeps an ERR prefix Redis drops',
 }

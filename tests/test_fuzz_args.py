@@ -80,7 +80,13 @@ def run_fuzz(pair, seed, n):
     seed_state(pair)
     try:
         for i in range(n):
-            cmd = fixup((r.choice(COMMANDS), *gen_args(r)))
+            x = r.random()
+            if x < 0.03:
+                cmd = ("MULTI",)
+            elif x < 0.06:
+                cmd = (r.choice(["EXEC", "EXEC", "DISCARD"]),) + (("x",) if r.random() < 0.1 else ())
+            else:
+                cmd = fixup((r.choice(COMMANDS), *gen_args(r)))
             if cmd is None:
                 continue
             pair(*cmd)
