@@ -213,3 +213,24 @@ def test_memory_usage_positive(pair):
             r = c.call("MEMORY", "USAGE", k)
             assert isinstance(r, int) and r > 0, (side, k, r)
         assert c.call("MEMORY", "USAGE", "nokey") is None
+
+
+def test_scan_large_keyspace(pair):
+    """5,000 keys of three types in two databases, some volatile: SCAN variants agree."""
+    for side, c in pair.each():
+        cmds = []
+        for i in range(5000):
+            k = f"key:{i:05d}"
+            cmds.append(("SET", k, "v") if i % 3 == 0 else ("SADD", k, "m") if i % 3 == 1 else ("HSET", k, "f", "v"))
+            if i % 7 == 0:
+                cmds.append(("EXPIRE", k, "1000"))
+        cmds += [("SELECT", "1")] + [("SET", f"other:{i}", "v") for i in range(500)] + [("SELECT", "0")]
+        c.pipeline(cmds)
+    pair("DBSIZE")
+    pair.scan_all("SCAN", count=100)
+    pair.scan_all("SCAN", match="key:01*", count=50)
+    pair.scan_all("SCAN", type_="hash", count=1000)
+    pair("SELECT", "1")
+    pair.scan_all("SCAN")
+    pair("DBSIZE")
+    pair("SELECT", "0")
