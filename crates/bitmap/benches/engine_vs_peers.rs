@@ -168,6 +168,8 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(7);
     let only = std::env::var("ROARINGD_BENCH_ONLY").ok();
+    // Profiling aid: ROARINGD_BENCH_OP=<op> runs only that operation.
+    let only_op = std::env::var("ROARINGD_BENCH_OP").ok();
     let names = datasets::names();
     if names.is_empty() {
         eprintln!("data sets not found: set ROARINGD_DATASETS");
@@ -212,7 +214,10 @@ fn main() {
         let ops = ops();
         let mut times = vec![[Vec::new(), Vec::new(), Vec::new()]; ops.len()];
         for round in 0..rounds {
-            for (oi, (_, fns)) in ops.iter().enumerate() {
+            for (oi, (opname, fns)) in ops.iter().enumerate() {
+                if only_op.as_deref().is_some_and(|o| o != *opname) {
+                    continue;
+                }
                 let mut answers = [0u64; 3];
                 for k in 0..3 {
                     let e = (k + round + oi) % 3;
@@ -239,6 +244,9 @@ fn main() {
             "| op | ours | croaring | roaring | ours/croaring | ours/roaring |\n|---|---|---|---|---|---|"
         );
         for (oi, (opname, _)) in ops.iter().enumerate() {
+            if times[oi][0].is_empty() {
+                continue;
+            }
             let m: Vec<f64> = (0..3).map(|e| median(&mut times[oi][e])).collect();
             let (rc, rr) = (m[0] / m[1], m[0] / m[2]);
             log_sum += rc.ln();

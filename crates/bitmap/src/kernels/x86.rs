@@ -369,6 +369,106 @@ fn and_array_array_len_sse(a: &[u16], b: &[u16]) -> usize {
     k + scalar::and_array_array_len(&a[i..], &b[j..])
 }
 
+/// Merges two sorted 8-lane vectors: returns (8 smallest, 8 largest), each sorted.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn merge8(x: __m128i, y: __m128i) -> (__m128i, __m128i) {
+    let mut lo = _mm_min_epu16(x, y);
+    let mut hi = _mm_max_epu16(x, y);
+    for _ in 0..7 {
+        let t = _mm_alignr_epi8::<2>(lo, lo);
+        lo = _mm_min_epu16(t, hi);
+        hi = _mm_max_epu16(t, hi);
+    }
+    (_mm_alignr_epi8::<2>(lo, lo), hi)
+}
+
+/// Appends the lanes of `v` that differ from their predecessor (lane 7 of `prev` for lane 0).
+#[inline]
+#[target_feature(enable = "avx2,popcnt")]
+fn store_unique(prev: __m128i, v: __m128i, out: &mut [u16], k: usize) -> usize {
+    let shifted = _mm_alignr_epi8::<14>(v, prev);
+    let dup = _mm_movemask_epi8(_mm_packs_epi16(
+        _mm_cmpeq_epi16(shifted, v),
+        _mm_setzero_si128(),
+    )) as u32
+        & 0xFF;
+    let keep = !dup & 0xFF;
+    let packed = _mm_shuffle_epi8(v, load_pack(keep));
+    let mut tmp = [0u16; 8];
+    // SAFETY: `tmp` is 16 writable bytes.
+    unsafe { _mm_storeu_si128(tmp.as_mut_ptr().cast(), packed) };
+    let n = keep.count_ones() as usize;
+    out[k..k + n].copy_from_slice(&tmp[..n]);
+    n
+}
+
+/// Sorted-array union: 8-lane merge network over blocks taken from the side
+/// with the smaller next value, then a scalar merge of what is left.
+#[target_feature(enable = "avx2,popcnt")]
+fn or_array_array_sse(a: &[u16], b: &[u16], out: &mut [u16]) -> usize {
+    let (na, nb) = (a.len(), b.len());
+    if na < 8 || nb < 8 || scalar::skewed(a, b) {
+        return scalar::or_array_array(a, b, out);
+    }
+    let (mut vmin, mut vmax) = merge8(load8(a, 0), load8(b, 0));
+    let (mut i, mut j) = (8, 8);
+    let mut k = store_unique(_mm_set1_epi16(-1), vmin, out, 0);
+    let mut last = vmin;
+    loop {
+        let take_a = match (i < na, j < nb) {
+            (true, true) => a[i] <= b[j],
+            (true, false) => true,
+            (false, true) => false,
+            (false, false) => break,
+        };
+        let v = if take_a {
+            if i + 8 > na {
+                break;
+            }
+            i += 8;
+            load8(a, i - 8)
+        } else {
+            if j + 8 > nb {
+                break;
+            }
+            j += 8;
+            load8(b, j - 8)
+        };
+        (vmin, vmax) = merge8(v, vmax);
+        k += store_unique(last, vmin, out, k);
+        last = vmin;
+    }
+    let mut pending = [0u16; 8];
+    // SAFETY: `pending` is 16 writable bytes.
+    unsafe { _mm_storeu_si128(pending.as_mut_ptr().cast(), vmax) };
+    let mut lanes = [0u16; 8];
+    // SAFETY: `lanes` is 16 writable bytes.
+    unsafe { _mm_storeu_si128(lanes.as_mut_ptr().cast(), last) };
+    k + union_tail(&pending, &a[i..], &b[j..], lanes[7], &mut out[k..])
+}
+
+/// Union of three sorted lists, emitting only values above `last` (already emitted).
+fn union_tail(p: &[u16], a: &[u16], b: &[u16], last: u16, out: &mut [u16]) -> usize {
+    let (mut x, mut y, mut z, mut k) = (0, 0, 0, 0);
+    let mut last = last as u32;
+    while x < p.len() {
+        let head = |s: &[u16], i: usize| s.get(i).map_or(u32::MAX, |&v| v as u32);
+        let v = head(p, x).min(head(a, y)).min(head(b, z));
+        x += (head(p, x) == v) as usize;
+        y += (head(a, y) == v) as usize;
+        z += (head(b, z) == v) as usize;
+        if v > last {
+            out[k] = v as u16;
+            k += 1;
+            last = v;
+        }
+    }
+    let a = &a[y + a[y..].partition_point(|&v| v as u32 <= last)..];
+    let b = &b[z + b[z..].partition_point(|&v| v as u32 <= last)..];
+    k + scalar::or_array_array(a, b, &mut out[k..])
+}
+
 #[inline]
 fn load_pack(m: u32) -> __m128i {
     // SAFETY: each PACK entry is 16 readable bytes; SSE2 is part of the x86-64 baseline.
@@ -401,6 +501,7 @@ wrap!(or_words_avx2_w, or_words_avx2, (a: &mut [u64], b: &[u64]) -> ());
 wrap!(popcount_avx2_w, popcount_avx2, (w: &[u64]) -> u64);
 wrap!(and_arr_w, and_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
 wrap!(and_arr_len_w, and_array_array_len_sse, (a: &[u16], b: &[u16]) -> usize);
+wrap!(or_arr_w, or_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
 wrap!(and_avx512, binop_avx512::<AND>, (a: &Words, b: &Words, o: &mut Words) -> u32);
 wrap!(or_avx512, binop_avx512::<OR>, (a: &Words, b: &Words, o: &mut Words) -> u32);
 wrap!(xor_avx512, binop_avx512::<XOR>, (a: &Words, b: &Words, o: &mut Words) -> u32);
@@ -417,7 +518,7 @@ pub static AVX2: Kernels = Kernels {
     name: "avx2",
     and_array_array: and_arr_w,
     and_array_array_len: and_arr_len_w,
-    or_array_array: scalar::or_array_array,
+    or_array_array: or_arr_w,
     xor_array_array: scalar::xor_array_array,
     andnot_array_array: scalar::andnot_array_array,
     and_bitset_bitset: and_avx2,
@@ -439,7 +540,7 @@ pub static AVX512: Kernels = Kernels {
     name: "avx512",
     and_array_array: and_arr_w,
     and_array_array_len: and_arr_len_w,
-    or_array_array: scalar::or_array_array,
+    or_array_array: or_arr_w,
     xor_array_array: scalar::xor_array_array,
     andnot_array_array: scalar::andnot_array_array,
     and_bitset_bitset: and_avx512,
