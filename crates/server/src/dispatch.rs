@@ -183,7 +183,8 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
     } else {
         call(server, client, entry, args, None)
     };
-    account(server, client, entry, &args, start, result.is_err());
+    let usec = start.elapsed().as_micros() as u64;
+    account(server, client, entry, &args, usec, result.is_err());
     result.unwrap_or_else(Reply::Error)
 }
 
@@ -251,10 +252,9 @@ pub fn account(
     client: &Client,
     entry: &'static Entry,
     args: &Args<'_>,
-    start: Instant,
+    usec: u64,
     failed: bool,
 ) {
-    let usec = start.elapsed().as_micros() as u64;
     entry.stats.calls.add(1);
     entry.stats.usec.add(usec);
     if failed {
