@@ -3,6 +3,8 @@
 //! Free functions over `&[u16]` payloads; they never change a container's
 //! kind (that is `kind_policy`'s job).
 
+use crate::codec::BITSET_WORDS;
+
 /// True when `v` is present.
 #[inline]
 pub fn contains(a: &[u16], v: u16) -> bool {
@@ -35,7 +37,7 @@ pub fn count_range(a: &[u16], lo: u16, hi: u16) -> u32 {
 }
 
 /// Sets the bits of every value in `a` in `words`; returns how many were newly set.
-pub fn set_bits(a: &[u16], words: &mut [u64]) -> u32 {
+pub fn set_bits(a: &[u16], words: &mut [u64; BITSET_WORDS]) -> u32 {
     let mut added = 0u32;
     for &v in a {
         let w = &mut words[(v >> 6) as usize];
@@ -48,7 +50,7 @@ pub fn set_bits(a: &[u16], words: &mut [u64]) -> u32 {
 
 /// Sets the bits of every value in `a` in `words`, without counting (n-way union).
 #[inline]
-pub fn set_bits_uncounted(a: &[u16], words: &mut [u64]) {
+pub fn set_bits_uncounted(a: &[u16], words: &mut [u64; BITSET_WORDS]) {
     for &v in a {
         words[(v >> 6) as usize] |= 1u64 << (v & 63);
     }

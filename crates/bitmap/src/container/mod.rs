@@ -214,7 +214,7 @@ impl<'a> ContainerRef<'a> {
     }
 
     /// ORs all values into `words`.
-    pub(crate) fn set_bits_in(&self, words: &mut [u64]) {
+    pub(crate) fn set_bits_in(&self, words: &mut [u64; BITSET_WORDS]) {
         match *self {
             ContainerRef::Array(a) => array::set_bits_uncounted(a, words),
             ContainerRef::Run { runs, .. } => run::set_bits(runs, words),
