@@ -55,24 +55,17 @@ pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut V
     encode(server, client, &reply, out);
 }
 
-/// Appends `reply` in the client's protocol, counting error replies (also
-/// those inside an EXEC result) for INFO.
+/// Appends `reply` in the client's protocol, counting an error reply for
+/// INFO (EXEC counts the errors of its queued commands itself).
 pub fn encode(server: &Server, client: &Client, reply: &Reply, out: &mut Vec<u8>) {
-    match reply {
-        Reply::Error(e) => record_error(server, e),
-        Reply::Array(items) if items.iter().any(|r| matches!(r, Reply::Error(_))) => {
-            for r in items {
-                if let Reply::Error(e) = r {
-                    record_error(server, e);
-                }
-            }
-        }
-        _ => {}
+    if let Reply::Error(e) = reply {
+        record_error(server, e);
     }
     reply.encode(&mut ReplyEncoder::new(out, client.protocol));
 }
 
-fn record_error(server: &Server, e: &CommandError) {
+/// Counts one error reply in INFO stats/errorstats.
+pub fn record_error(server: &Server, e: &CommandError) {
     match e {
         CommandError::Err(_) | CommandError::Syntax | CommandError::NotInteger => {
             server.stats.record_error(b"ERR")
@@ -213,7 +206,7 @@ pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<
                     // Keys removed by lazy expiry during a read.
                     server
                         .watches
-                        .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
+                        .touch_expired(keys.iter().map(|(d, k)| (*d, k.as_slice())));
                 }
             }
             Ok(())
