@@ -8,19 +8,7 @@ use crate::codec::BITSET_WORDS;
 /// True when `v` is present.
 #[inline]
 pub fn contains(a: &[u16], v: u16) -> bool {
-    // Branchy bisection down to a short window, then a linear scan: lets the CPU
-    // run ahead on predicted paths instead of waiting on a chain of dependent loads.
-    let (mut lo, mut hi) = (0usize, a.len());
-    while hi - lo > 16 {
-        let mid = (lo + hi) / 2;
-        // Invariant: if present, v is in a[lo..hi].
-        if a[mid] < v {
-            lo = mid + 1;
-        } else {
-            hi = mid + 1;
-        }
-    }
-    a[lo..hi].contains(&v)
+    a.binary_search(&v).is_ok()
 }
 
 /// Number of values ≤ `v`.
