@@ -360,3 +360,28 @@ def test_shutdown_needs_auth(fresh):
         assert c.call("SHUTDOWN").value.startswith(b"NOAUTH"), srv.kind
         c.close()
         assert srv.alive(), srv.kind
+
+
+def test_config_set_appendfsync_always_then_crash(roaringd_server):
+    """appendfsync switched to always at run time (CONFIG SET) takes effect:
+    writes acknowledged after the switch survive kill -9."""
+    srv = roaringd_server(["--appendfsync", "no"]).start()
+    c = srv.client()
+    assert c.call("CONFIG", "SET", "appendfsync", "always") == Status(b"OK")
+    assert c.call("CONFIG", "GET", "appendfsync") == [b"appendfsync", b"always"]
+    c.close()
+    writers = [Writer(srv.port, 100 + t) for t in range(2)]
+    for w in writers:
+        w.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(len(w.acked_sadd) >= 20 for w in writers):
+        if any(not w.is_alive() for w in writers):
+            break
+        time.sleep(0.05)
+    srv.kill()
+    for w in writers:
+        w.join(30)
+    srv.start()
+    c = srv.client()
+    verify_writers(c, writers)
+    c.close()
