@@ -39,8 +39,12 @@ pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut V
                     client.multi = None;
                     client.info.multi.store(-1, Ordering::Relaxed);
                     server.watches.unwatch_all(client.id, &mut client.watch);
+                    // Redis embeds the bare text: `ERR ` is dropped, other
+                    // codes (NOAUTH) stay.
+                    let text = e.to_string();
+                    let bare = text.strip_prefix("ERR ").unwrap_or(&text);
                     Reply::Error(CommandError::Custom(
-                        format!("EXECABORT Transaction discarded because of: {e}").into(),
+                        format!("EXECABORT Transaction discarded because of: {bare}").into(),
                     ))
                 } else {
                     Reply::Error(e)
