@@ -479,7 +479,9 @@ impl ContainerBuf {
             let built = SCRATCH.with(|s| {
                 let mut s = s.try_borrow_mut().ok()?;
                 let g = f.take()?;
-                let n = g(&mut bytemuck::cast_slice_mut::<u64, u16>(&mut s[..])[..cap]);
+                // Up to 8 lanes of slack past `cap` let vector kernels store whole vectors.
+                let room = (cap + 8).min(SCRATCH_WORDS * 4);
+                let n = g(&mut bytemuck::cast_slice_mut::<u64, u16>(&mut s[..])[..room]);
                 let full = n / 4;
                 let mut words = Vec::with_capacity(1 + n.div_ceil(4));
                 words.push(header_word(Kind::Array, n as u32));
