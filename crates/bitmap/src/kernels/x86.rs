@@ -1,4 +1,4 @@
-//! x86-64 vector kernels: AVX2 (with POPCNT) and AVX-512 (F, BW, VPOPCNTDQ).
+//! x86-64 vector kernels: AVX2 (with POPCNT, BMI2) and AVX-512 (F, BW, VPOPCNTDQ).
 //!
 //! The only module with `unsafe`. Each kernel is a `#[target_feature]`
 //! function; the tables below wrap them in safe functions, and a table is
@@ -15,7 +15,9 @@ type Words = [u64; BITSET_WORDS];
 
 /// The widest table whose features this CPU has, if any.
 pub fn detect() -> Option<&'static Kernels> {
-    let avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt");
+    let avx2 = is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("popcnt")
+        && is_x86_feature_detected!("bmi2");
     if avx2
         && is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512bw")
@@ -172,6 +174,14 @@ fn popcount_avx2(w: &[u64]) -> u64 {
         i += 4;
     }
     hsum256(total) + w[i..].iter().map(|x| x.count_ones() as u64).sum::<u64>()
+}
+
+/// Bit scatter with BMI2 (`shrx`/`shlx`: one micro-op per variable shift).
+#[target_feature(enable = "bmi2")]
+fn set_list_bmi2(words: &mut Words, list: &[u16]) {
+    for &v in list {
+        words[(v >> 6) as usize] |= 1u64 << (v & 63);
+    }
 }
 
 // ----- bitset kernels, AVX-512 ---------------------------------------------------------
@@ -630,6 +640,7 @@ wrap!(and_len_avx2_w, and_len_avx2, (a: &Words, b: &Words) -> u32);
 wrap!(intersects_avx2_w, intersects_avx2, (a: &Words, b: &Words) -> bool);
 wrap!(or_words_avx2_w, or_words_avx2, (a: &mut [u64], b: &[u64]) -> ());
 wrap!(popcount_avx2_w, popcount_avx2, (w: &[u64]) -> u64);
+wrap!(set_list_w, set_list_bmi2, (w: &mut Words, l: &[u16]) -> ());
 wrap!(and_arr_w, and_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
 wrap!(and_arr_len_w, and_array_array_len_sse, (a: &[u16], b: &[u16]) -> usize);
 wrap!(andnot_arr_w, andnot_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
@@ -666,6 +677,7 @@ pub static AVX2: Kernels = Kernels {
     intersects_bitset_bitset: intersects_avx2_w,
     or_words_in_place: or_words_avx2_w,
     popcount: popcount_avx2_w,
+    set_list: set_list_w,
 };
 
 /// AVX-512 (F, BW, VPOPCNTDQ) table; array kernels shared with AVX2.
@@ -688,4 +700,5 @@ pub static AVX512: Kernels = Kernels {
     intersects_bitset_bitset: intersects_avx2_w,
     or_words_in_place: or_words_avx2_w,
     popcount: popcount_avx512_w,
+    set_list: set_list_w,
 };
