@@ -179,7 +179,15 @@ fn popcount_avx2(w: &[u64]) -> u64 {
 /// Bit scatter with BMI2 (`shrx`/`shlx`: one micro-op per variable shift).
 #[target_feature(enable = "bmi2")]
 fn set_list_bmi2(words: &mut Words, list: &[u16]) {
-    for &v in list {
+    let mut chunks = list.chunks_exact(4);
+    for c in &mut chunks {
+        let (a, b, d, e) = (c[0], c[1], c[2], c[3]);
+        words[(a >> 6) as usize] |= 1u64 << (a & 63);
+        words[(b >> 6) as usize] |= 1u64 << (b & 63);
+        words[(d >> 6) as usize] |= 1u64 << (d & 63);
+        words[(e >> 6) as usize] |= 1u64 << (e & 63);
+    }
+    for &v in chunks.remainder() {
         words[(v >> 6) as usize] |= 1u64 << (v & 63);
     }
 }
