@@ -310,3 +310,15 @@ def test_info_expired_keys_counter(pair):
         assert int(st["expired_keys"]) == 10, (side, st["expired_keys"])
         ks = parse_info(info_text(c.call("INFO", "keyspace"))).get("keyspace", {})
         assert "db0" not in ks, (side, ks)
+
+
+def test_config_timeout_closes_idle_clients(fresh):
+    """timeout N: a client idle for more than N seconds is disconnected (polled, generous bound)."""
+    for srv in fresh():
+        admin = srv.client()
+        assert admin.call("CONFIG", "SET", "timeout", "1") == Status(b"OK")
+        admin.close()
+        idle = srv.client()
+        assert idle.call("PING") == Status(b"PONG")
+        assert idle.is_closed(timeout=15), f"{srv.kind}: idle client still connected 15 s after timeout 1"
+        idle.close()
