@@ -110,3 +110,22 @@ def test_maxclients(started):
             c.close()
         outs.append((data, ok))
     assert outs[0] == outs[1], outs
+
+
+def test_config_set_maxclients_applies(started):
+    outs = []
+    for kind in ("roaringd", "redis"):
+        srv = started(kind)
+        admin = _connect_with_retry(srv)
+        assert admin.call("CONFIG", "SET", "maxclients", "3") == Status(b"OK")
+        others = [_connect_with_retry(srv) for _ in range(2)]
+        assert all(o is not None for o in others), kind
+        extra = RespClient(srv.port)
+        try:
+            data = extra.read_until_close(timeout=10)
+        finally:
+            extra.close()
+        for o in others + [admin]:
+            o.close()
+        outs.append(data)
+    assert outs[0] == outs[1], outs
