@@ -260,3 +260,19 @@ def test_config_set_requirepass(fresh):
         c = RespClient(srv.port)
         assert c.call("PING") == Status(b"PONG"), srv.kind
         a.close(); b.close(); c.close()
+
+
+def test_quit_inside_multi(servers):
+    """QUIT inside MULTI answers +OK, closes, and the queued commands never run."""
+    servers.reset()
+    outs = []
+    for srv in (servers.roaringd, servers.redis):
+        c = srv.client()
+        c.send_raw(encode_command("MULTI") + encode_command("SET", "qm", "1") + encode_command("QUIT") +
+                   encode_command("EXEC"))
+        data = c.read_until_close()
+        c.close()
+        c2 = srv.client()
+        outs.append((data, c2.call("EXISTS", "qm")))
+        c2.close()
+    assert outs[0] == outs[1], outs
