@@ -1,0 +1,227 @@
+//! [`Bitmap64`]: a set of u64 values, as a sorted map from the high 32 bits
+//! to 32-bit [`Bitmap`]s (the layout of the 64-bit portable format).
+
+use crate::bitmap::Bitmap;
+use std::collections::BTreeMap;
+
+/// A set of u64 values. Empty buckets are never kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bitmap64 {
+    buckets: BTreeMap<u32, Bitmap>,
+}
+
+#[inline]
+fn split(v: u64) -> (u32, u32) {
+    ((v >> 32) as u32, v as u32)
+}
+
+impl Bitmap64 {
+    /// An empty bitmap.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builds from values in any order.
+    pub fn from_unsorted(values: &[u64]) -> Self {
+        let mut v = values.to_vec();
+        v.sort_unstable();
+        v.dedup();
+        let mut out = Self::new();
+        let mut i = 0;
+        while i < v.len() {
+            let h = (v[i] >> 32) as u32;
+            let j = i + v[i..].partition_point(|&x| (x >> 32) as u32 == h);
+            let lows: Vec<u32> = v[i..j].iter().map(|&x| x as u32).collect();
+            out.buckets.insert(h, Bitmap::from_sorted(&lows));
+            i = j;
+        }
+        out
+    }
+
+    /// The (high 32 bits, bitmap) buckets, ascending.
+    pub fn buckets(&self) -> impl Iterator<Item = (u32, &Bitmap)> + '_ {
+        self.buckets.iter().map(|(k, b)| (*k, b))
+    }
+
+    /// Number of non-empty buckets.
+    pub fn bucket_count(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// Replaces (or, when empty, removes) the bucket of high bits `key`.
+    pub fn set_bucket(&mut self, key: u32, b: Bitmap) {
+        if b.is_empty() {
+            self.buckets.remove(&key);
+        } else {
+            self.buckets.insert(key, b);
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> u64 {
+        self.buckets.values().map(|b| b.len()).sum()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.buckets.is_empty()
+    }
+
+    /// True when `v` is present.
+    pub fn contains(&self, v: u64) -> bool {
+        let (h, l) = split(v);
+        self.buckets.get(&h).is_some_and(|b| b.contains(l))
+    }
+
+    /// Adds `v`; returns true when it was absent.
+    pub fn insert(&mut self, v: u64) -> bool {
+        let (h, l) = split(v);
+        self.buckets.entry(h).or_default().insert(l)
+    }
+
+    /// Removes `v`; returns true when it was present.
+    pub fn remove(&mut self, v: u64) -> bool {
+        let (h, l) = split(v);
+        let Some(b) = self.buckets.get_mut(&h) else {
+            return false;
+        };
+        let removed = b.remove(l);
+        if b.is_empty() {
+            self.buckets.remove(&h);
+        }
+        removed
+    }
+
+    /// Adds every value in `start..=end`.
+    pub fn add_range(&mut self, start: u64, end: u64) {
+        if start > end {
+            return;
+        }
+        let (sh, sl) = split(start);
+        let (eh, el) = split(end);
+        for h in sh..=eh {
+            let lo = if h == sh { sl } else { 0 };
+            let hi = if h == eh { el } else { u32::MAX };
+            self.buckets.entry(h).or_default().add_range(lo, hi);
+        }
+    }
+
+    /// Smallest value.
+    pub fn min(&self) -> Option<u64> {
+        let (h, b) = self.buckets.iter().next()?;
+        b.min().map(|l| ((*h as u64) << 32) | l as u64)
+    }
+
+    /// Largest value.
+    pub fn max(&self) -> Option<u64> {
+        let (h, b) = self.buckets.iter().next_back()?;
+        b.max().map(|l| ((*h as u64) << 32) | l as u64)
+    }
+
+    /// Number of values ≤ `v`.
+    pub fn rank(&self, v: u64) -> u64 {
+        let (h, l) = split(v);
+        self.buckets
+            .range(..=h)
+            .map(|(k, b)| if *k == h { b.rank(l) } else { b.len() })
+            .sum()
+    }
+
+    /// The `i`-th smallest value (0-based).
+    pub fn select(&self, mut i: u64) -> Option<u64> {
+        for (h, b) in &self.buckets {
+            let n = b.len();
+            if i < n {
+                return b.select(i).map(|l| ((*h as u64) << 32) | l as u64);
+            }
+            i -= n;
+        }
+        None
+    }
+
+    /// Ascending iterator over all values.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.buckets
+            .iter()
+            .flat_map(|(h, b)| b.iter().map(move |l| ((*h as u64) << 32) | l as u64))
+    }
+
+    fn combine(
+        &self,
+        other: &Self,
+        f: impl Fn(&Bitmap, Option<&Bitmap>) -> Bitmap,
+        keep_right: bool,
+    ) -> Self {
+        let mut out = Self::new();
+        for (h, a) in &self.buckets {
+            out.set_bucket(*h, f(a, other.buckets.get(h)));
+        }
+        if keep_right {
+            for (h, b) in &other.buckets {
+                if !self.buckets.contains_key(h) {
+                    out.set_bucket(*h, b.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// `self ∩ other`.
+    pub fn and(&self, other: &Self) -> Self {
+        self.combine(
+            other,
+            |a, b| b.map_or_else(Bitmap::new, |b| a.and(b)),
+            false,
+        )
+    }
+    /// `self ∪ other`.
+    pub fn or(&self, other: &Self) -> Self {
+        self.combine(other, |a, b| b.map_or_else(|| a.clone(), |b| a.or(b)), true)
+    }
+    /// `self ⊕ other`.
+    pub fn xor(&self, other: &Self) -> Self {
+        self.combine(
+            other,
+            |a, b| b.map_or_else(|| a.clone(), |b| a.xor(b)),
+            true,
+        )
+    }
+    /// `self \ other`.
+    pub fn andnot(&self, other: &Self) -> Self {
+        self.combine(
+            other,
+            |a, b| b.map_or_else(|| a.clone(), |b| a.andnot(b)),
+            false,
+        )
+    }
+    /// `|self ∩ other|`.
+    pub fn and_len(&self, other: &Self) -> u64 {
+        self.buckets
+            .iter()
+            .filter_map(|(h, a)| other.buckets.get(h).map(|b| a.and_len(b)))
+            .sum()
+    }
+
+    /// Converts containers to runs where strictly smaller.
+    pub fn optimize(&mut self) -> bool {
+        let mut changed = false;
+        for b in self.buckets.values_mut() {
+            changed |= b.optimize();
+        }
+        changed
+    }
+
+    /// Checks every bucket's invariants.
+    ///
+    /// # Errors
+    /// A description of the first broken invariant.
+    pub fn validate(&self) -> Result<(), String> {
+        for (h, b) in &self.buckets {
+            if b.is_empty() {
+                return Err(format!("bucket {h} is empty"));
+            }
+            b.validate().map_err(|e| format!("bucket {h}: {e}"))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,90 @@
+//! Symmetric-difference kernels for every pair of kinds (canonical order array, run, bitset).
+//!
+//! Pairs with a run operand work on the run's plain form.
+
+use crate::codec::{ARRAY_MAX, BITSET_WORDS};
+use crate::container::{ContainerBuf, ContainerRef};
+use crate::kernels;
+
+type Words = [u64; BITSET_WORDS];
+
+/// Inverts the bits of `a` in `w`; returns the new cardinality given the old one.
+fn flip_bits(a: &[u16], w: &mut Words, card: u32) -> u32 {
+    let mut card = card as i64;
+    for &v in a {
+        let word = &mut w[(v >> 6) as usize];
+        let m = 1u64 << (v & 63);
+        card += if *word & m == 0 { 1 } else { -1 };
+        *word ^= m;
+    }
+    card as u32
+}
+
+pub fn xor_array_array(a: &[u16], b: &[u16]) -> ContainerBuf {
+    if a.len() + b.len() <= ARRAY_MAX {
+        let mut out = ContainerBuf::array_with_capacity(a.len() + b.len());
+        let n = (kernels::get().xor_array_array)(a, b, out.array_spare_mut());
+        out.set_array_len(n);
+        return out;
+    }
+    let mut out = ContainerBuf::from_sorted(a);
+    if out.kind() != crate::Kind::Bitset {
+        out = crate::codec::edit::bitset_copy(out.as_ref());
+    }
+    let card = flip_bits(b, out.bitset_words_mut(), a.len() as u32);
+    out.set_bitset_card(card);
+    out.normalize();
+    out
+}
+
+pub fn xor_array_bitset(a: &[u16], w: &Words, card: u32) -> ContainerBuf {
+    let mut out = ContainerBuf::from_words_unchecked(w, card);
+    let c = flip_bits(a, out.bitset_words_mut(), card);
+    out.set_bitset_card(c);
+    out.normalize();
+    out
+}
+
+pub fn xor_bitset_bitset(a: &Words, b: &Words) -> ContainerBuf {
+    let mut out = ContainerBuf::bitset_zeroed();
+    let c = (kernels::get().xor_bitset_bitset)(a, b, out.bitset_words_mut());
+    out.set_bitset_card(c);
+    out.normalize();
+    out
+}
+
+/// `a ⊕ b`, normalized.
+pub fn xor(a: ContainerRef<'_>, b: ContainerRef<'_>) -> ContainerBuf {
+    use ContainerRef::*;
+    match (a, b) {
+        (Array(x), Array(y)) => xor_array_array(x, y),
+        (Array(x), Bitset { words, card }) | (Bitset { words, card }, Array(x)) => {
+            xor_array_bitset(x, words, card)
+        }
+        (Bitset { words: x, .. }, Bitset { words: y, .. }) => xor_bitset_bitset(x, y),
+        (Run { .. }, _) => xor(a.to_plain().as_ref(), b),
+        (_, Run { .. }) => xor(a, b.to_plain().as_ref()),
+    }
+}
+
+/// `|a ⊕ b|`; allocates nothing.
+pub fn xor_len(a: ContainerRef<'_>, b: ContainerRef<'_>) -> u32 {
+    a.cardinality() + b.cardinality() - 2 * super::and::and_len(a, b)
+}
+
+/// `a ⊕= b`, normalized.
+pub fn xor_in_place(a: &mut ContainerBuf, b: ContainerRef<'_>) {
+    match (a.as_ref(), b) {
+        (ContainerRef::Bitset { card, .. }, ContainerRef::Array(y)) => {
+            let c = flip_bits(y, a.bitset_words_mut(), card);
+            a.set_bitset_card(c);
+            a.normalize();
+        }
+        (ContainerRef::Bitset { .. }, ContainerRef::Bitset { words, .. }) => {
+            let c = (kernels::get().xor_bitset_bitset_in_place)(a.bitset_words_mut(), words);
+            a.set_bitset_card(c);
+            a.normalize();
+        }
+        (x, y) => *a = xor(x, y),
+    }
+}
