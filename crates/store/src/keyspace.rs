@@ -333,7 +333,7 @@ impl Txn {
 
     /// OBJECT ENCODING, as Redis 7.0 would name it: strings `int` /
     /// `embstr` / `raw`; sets `intset` / `hashtable`; hashes `listpack` /
-    /// `hashtable`. `None` when the key is absent.
+    /// `hashtable`; bitmaps `roaring` (our own name: the type is not Redis's). `None` when the key is absent.
     ///
     /// # Errors
     /// `Io` / `Corrupt`.
@@ -365,6 +365,8 @@ impl Txn {
                     "listpack"
                 }
             }
+            // Containers in the engine's serialized Roaring form.
+            Summary::Bitmap(_) => "roaring",
         }))
     }
 

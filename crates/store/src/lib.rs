@@ -19,6 +19,7 @@
 //!   its head. Per-database key / expire counters are persisted records in
 //!   `meta` under the reserved database `0xFFFF`, updated in the same batch.
 
+pub mod bitmaps;
 pub mod error;
 pub mod glob;
 pub mod hashes;
@@ -40,6 +41,6 @@ pub mod txn;
 pub use error::{Result, StoreError};
 pub use glob::{glob_match, glob_match_nocase};
 pub use kv::{Durability, Kv, KvRead, KvStats, Space, WriteBatch};
-pub use meta::{KeyMeta, Kind, Summary};
+pub use meta::{BitmapSummary, KeyMeta, Kind, KindCensus, Summary, BITMAP_TYPE_NAME};
 pub use store::{now_ms, DbStats, Store, StoreConfig, StoreStats, SyncMode};
 pub use txn::Txn;
