@@ -169,7 +169,10 @@ fn summary_of_bitmap(b: &Bitmap) -> BitmapSummary {
 }
 
 /// A peekable stream of one source's `(block, container bytes)` entries.
-type Stream<'a> = Peekable<Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + 'a>>;
+type Stream<'a> = Peekable<EntryIter<'a>>;
+
+/// A boxed iterator over `(subkey, value)` entries.
+type EntryIter<'a> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + 'a>;
 
 /// The block of a stream's head, `None` at its end.
 fn head(s: &mut Stream<'_>) -> Result<Option<u16>> {
@@ -257,7 +260,7 @@ impl Txn {
         } else {
             from.checked_sub(1).map(u16::to_be_bytes)
         };
-        let it: Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + '_> =
+        let it: EntryIter<'_> =
             Box::new(self.data_iter(db, key, version, after.as_ref().map(|a| &a[..]), reverse));
         it.peekable()
     }
@@ -286,8 +289,7 @@ impl Txn {
         key: &[u8],
         e: &mut Edit,
         hi: u16,
-        old: Option<&ContainerBuf>,
-        new: &ContainerBuf,
+        (old, new): (Option<&ContainerBuf>, &ContainerBuf),
         sum_delta: Option<i128>,
     ) -> Result<()> {
         let was_empty = e.s.card == 0;
@@ -361,7 +363,7 @@ impl Txn {
             let mut new = old.clone().unwrap_or_default();
             f(hi, &mut new);
             if old.as_ref() != Some(&new) {
-                self.bm_put(db, key, e, hi, old.as_ref(), &new, None)?;
+                self.bm_put(db, key, e, hi, (old.as_ref(), &new), None)?;
             }
         }
         Ok(())
@@ -393,7 +395,7 @@ impl Txn {
             } else {
                 -i128::from(off)
             };
-            self.bm_put(db, key, &mut e, hi, old.as_ref(), &new, Some(d))?;
+            self.bm_put(db, key, &mut e, hi, (old.as_ref(), &new), Some(d))?;
         } else if !e.created {
             return Ok(prev);
         }
@@ -453,7 +455,7 @@ impl Txn {
             }
             if old.as_ref() != Some(&new) && !(old.is_none() && new.is_empty()) {
                 let d = if set { delta } else { -delta };
-                self.bm_put(db, key, &mut e, hi, old.as_ref(), &new, Some(d))?;
+                self.bm_put(db, key, &mut e, hi, (old.as_ref(), &new), Some(d))?;
             }
             i = j;
         }
@@ -572,7 +574,7 @@ impl Txn {
             let mut new = old.clone();
             new.optimize();
             if new != old {
-                self.bm_put(db, key, &mut e, hi, Some(&old), &new, Some(0))?;
+                self.bm_put(db, key, &mut e, hi, (Some(&old), &new), Some(0))?;
             }
         }
         self.bm_finish(db, key, e)?;
