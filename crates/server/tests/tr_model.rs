@@ -153,7 +153,7 @@ fn step(m: &mut Model, r: &mut Rng) -> (Vec<String>, Frame) {
     let k = r.key();
     let is_str = k == "s";
     let s = |v: &dyn ToString| v.to_string();
-    let mut req: Vec<String> = Vec::new();
+    let mut req: Vec<String>;
     macro_rules! wrongtype {
         () => {
             if is_str {
@@ -557,7 +557,6 @@ fn step(m: &mut Model, r: &mut Rng) -> (Vec<String>, Frame) {
             (req, Frame::Null)
         }
         _ => {
-            let off = r.off();
             req = vec![s(&"GET"), s(&k)];
             if is_str {
                 return (req, Frame::Bulk(b"v".to_vec()));
@@ -565,7 +564,6 @@ fn step(m: &mut Model, r: &mut Rng) -> (Vec<String>, Frame) {
             if m.keys.contains_key(k) {
                 return (req, err(WRONGTYPE));
             }
-            let _ = off;
             (req, Frame::NullBulk)
         }
     }
