@@ -57,9 +57,11 @@ def free_port() -> int:
 class ServerProcess:
     """One server process on 127.0.0.1:port with its own data directory."""
 
-    def __init__(self, kind: str, extra_args=(), dir: str | None = None, port: int | None = None):
+    def __init__(self, kind: str, extra_args=(), dir: str | None = None, port: int | None = None,
+                 config_file: str | None = None):
         assert kind in ("roaringd", "redis")
         self.kind = kind
+        self.config_file = config_file
         self.extra_args = list(extra_args)
         self.own_dir = dir is None
         self.dir = dir or tempfile.mkdtemp(prefix=f"rtest-{kind}-")
@@ -76,10 +78,11 @@ class ServerProcess:
         return self.kind == "roaringd" and not AGAINST_REDIS
 
     def argv(self) -> list[str]:
+        conf = [self.config_file] if self.config_file else []
         if self.kind == "roaringd" and not AGAINST_REDIS:
-            return [roaringd_bin(), "--port", str(self.port), "--dir", self.dir,
+            return [roaringd_bin(), *conf, "--port", str(self.port), "--dir", self.dir,
                     "--bind", "127.0.0.1", *self.extra_args]
-        args = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
+        args = [REDIS_SERVER, *conf, "--port", str(self.port), "--bind", "127.0.0.1",
                 "--dir", self.dir, "--save", "", "--daemonize", "no",
                 "--logfile", "", "--protected-mode", "no"]
         if self.kind == "roaringd":

@@ -83,6 +83,17 @@ SCENARIOS = {
     "expire_then_persist_then_wait": ["SET k v PX 1000", "PERSIST k", sleep(1.2), "GET k", "TTL k"],
     "overwrite_clears_ttl": ["SET k v EX 100", "SET k w", "TTL k", "SADD s a", "EXPIRE s 100", "DEL s",
                              "SADD s b", "TTL s", "HSET h f v", "EXPIRE h 100", "HSET h g w", "TTL h"],
+    "writes_after_expiry": ["SET s1 5 PX 100", "SET s2 abc PX 100", "SADD set a b PX", "SADD set a b",
+                            "PEXPIRE set 100", "HSET h f 1 g 2", "PEXPIRE h 100", "SET r v PX 100",
+                            "SET t 1 PX 100", "SADD u x", "PEXPIRE u 100", "SET w v PX 100", sleep(0.4),
+                            "INCR s1", "APPEND s2 x", "GET s2", "SADD set c", "SMEMBERS set", "HINCRBY h f 5",
+                            "HGETALL h", "RENAME r r2", "EXISTS r2", "EXPIRE t 100", "TTL t", "SMOVE u v x",
+                            "EXISTS v", "SETRANGE w 2 z", "GET w", "SET s1 new NX", "GET s1", "DBSIZE"],
+    "reads_after_expiry": ["SADD a 1 2 3", "SADD b 2 3 4", "PEXPIRE b 100", "HSET h f 1", "PEXPIRE h 100",
+                           "SET k v PX 100", sleep(0.4), "SINTER a b", "SUNION a b", "SDIFF a b", "SINTERCARD 2 a b",
+                           "SUNIONSTORE d a b", "SMEMBERS d", "HLEN h", "HGET h f", "STRLEN k", "GETRANGE k 0 -1",
+                           "MGET k a", "SISMEMBER b 2", "SCARD b", "HRANDFIELD h", "SRANDMEMBER b", "SPOP b",
+                           "EXPIRETIME k", "PERSIST k", "OBJECT ENCODING k", "MEMORY USAGE k", "RANDOMKEY"],
     "collection_emptied_is_deleted": ["SADD s a", "EXPIRE s 100", "SREM s a", "EXISTS s", "TTL s", "SADD s b",
                                       "TTL s", "HSET h f v", "HDEL h f", "EXISTS h", "TYPE h"],
 }
@@ -202,3 +213,24 @@ def test_memory_usage_positive(pair):
             r = c.call("MEMORY", "USAGE", k)
             assert isinstance(r, int) and r > 0, (side, k, r)
         assert c.call("MEMORY", "USAGE", "nokey") is None
+
+
+def test_scan_large_keyspace(pair):
+    """5,000 keys of three types in two databases, some volatile: SCAN variants agree."""
+    for side, c in pair.each():
+        cmds = []
+        for i in range(5000):
+            k = f"key:{i:05d}"
+            cmds.append(("SET", k, "v") if i % 3 == 0 else ("SADD", k, "m") if i % 3 == 1 else ("HSET", k, "f", "v"))
+            if i % 7 == 0:
+                cmds.append(("EXPIRE", k, "1000"))
+        cmds += [("SELECT", "1")] + [("SET", f"other:{i}", "v") for i in range(500)] + [("SELECT", "0")]
+        c.pipeline(cmds)
+    pair("DBSIZE")
+    pair.scan_all("SCAN", count=100)
+    pair.scan_all("SCAN", match="key:01*", count=50)
+    pair.scan_all("SCAN", type_="hash", count=1000)
+    pair("SELECT", "1")
+    pair.scan_all("SCAN")
+    pair("DBSIZE")
+    pair("SELECT", "0")

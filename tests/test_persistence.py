@@ -311,3 +311,52 @@ def test_crash_during_large_batches(roaringd_server):
     nxt = c.call("SCARD", f"big{acked[-1] + 1}")
     assert nxt in (0, 2000), f"half-applied SADD: {nxt} members"
     c.close()
+
+
+@pytest.mark.parametrize("how", ["sigterm", "kill9"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_state_survives_restart(fresh, how, seed):
+    """A random command sequence, then a restart (clean, or kill -9 under
+    appendfsync always) of the roaringd side only: the whole database must
+    still equal Redis's (which was not restarted)."""
+    from diff import Pair
+    from test_random import compare_state, run_random
+    r, s = fresh(["--appendfsync", "always"])
+    p = Pair(r, s)
+    try:
+        run_random(p, seed + 500, "mixed", 250)
+        p.close()
+        if how == "kill9":
+            r.kill()
+        else:
+            r.terminate()
+        r.start()
+        p = Pair(r, s)
+        compare_state(p, seed, "restart")
+    finally:
+        p.close()
+
+
+def test_shutdown_arguments(fresh):
+    """SHUTDOWN argument errors (differential), then SHUTDOWN NOSAVE stops both."""
+    from diff import Pair
+    r, s = fresh()
+    p = Pair(r, s)
+    try:
+        p.seq([("SHUTDOWN", "FOO"), ("SHUTDOWN", "ABORT"), ("SHUTDOWN", "NOSAVE", "SAVE"), ("PING",)])
+        for srv, c in ((r, p.r), (s, p.s)):
+            c.send_raw(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n")
+            assert c.read_until_close(timeout=30) == b"", srv.kind
+            assert srv.wait_exit(30) is not None, f"{srv.kind} still running after SHUTDOWN NOSAVE"
+            srv.proc = None
+    finally:
+        p.close()
+
+
+def test_shutdown_needs_auth(fresh):
+    r, s = fresh(["--requirepass", "pw"])
+    for srv in (r, s):
+        c = RespClient(srv.port)
+        assert c.call("SHUTDOWN").value.startswith(b"NOAUTH"), srv.kind
+        c.close()
+        assert srv.alive(), srv.kind

@@ -181,3 +181,39 @@ def test_client_disconnect_mid_command(servers):
         assert c.call("PING") == Status(b"PONG")
         assert c.call("EXISTS", "k") == 0
         c.close()
+
+
+def test_unread_replies_do_not_block_others(servers):
+    """A client that pipelines many large replies and does not read them does not
+    stall other clients; when it finally reads, every reply is complete."""
+    servers.reset()
+    big = b"z" * 1_000_000
+    for srv in (servers.roaringd, servers.redis):
+        setup = srv.client()
+        assert setup.call("SET", "big", big) == Status(b"OK")
+        hog = srv.client(timeout=60)
+        hog.send_raw(encode_command("GET", "big") * 200)
+        other = srv.client(timeout=30)
+        for i in range(20):
+            assert other.call("INCR", "other") == i + 1, srv.kind
+        other.close()
+        for _ in range(200):
+            assert hog.read_reply() == big, srv.kind
+        hog.close()
+        setup.close()
+
+
+def test_too_long_key_keeps_connection(servers):
+    """Whatever the reply to an over-long key (roaringd limits store entry keys to
+    64 KiB, Redis has no limit), the connection and the server stay usable."""
+    servers.reset()
+    for srv in (servers.roaringd, servers.redis):
+        c = srv.client()
+        c.call("SET", b"K" * 200_000, "v")
+        c.call("SADD", "s", b"M" * 200_000)
+        assert c.call("PING") == Status(b"PONG"), srv.kind
+        assert c.call("SET", "after", "1") == Status(b"OK")
+        c.close()
+        c = srv.client()
+        assert c.call("GET", "after") == b"1"
+        c.close()

@@ -202,6 +202,16 @@ class Gen:
             return ("SELECT", r.choice(["0", "0", "1"]))
         if c == 15:
             return ("EXISTS", *self.keys())
+        if c == 16:
+            return r.choice([("SCANALL", "SCAN", None), ("SCANALL", "SSCAN", k), ("SCANALL", "HSCAN", k),
+                             ("RANDOMKEY",), ("OBJECT", "ENCODING", k), ("MEMORY", "USAGE", k)])
+        if c == 17 and r.random() < 0.3:
+            return r.choice([
+                ("SADD", k, *[f"bulk{i}" for i in range(r.randint(100, 600))]),
+                ("HSET", k, *[x for i in range(r.randint(50, 300)) for x in (f"bf{i}", str(i))]),
+                ("SET", k, "x" * r.choice([1000, 70000, 300000])),
+                ("APPEND", k, "y" * 5000),
+            ])
         return r.choice([self.strings, self.sets, self.hashes])()
 
     def mixed(self):
@@ -227,7 +237,7 @@ class Gen:
         body.append(("MULTI",))
         for _ in range(r.randint(0, 5)):
             cmd = r.choice([self.strings, self.sets, self.hashes, self.keyspace])()
-            if cmd[0] not in ("SHORT_EXPIRE", "SELECT"):
+            if cmd[0] not in ("SHORT_EXPIRE", "SELECT", "SCANALL"):
                 body.append(cmd)
         if r.random() < 0.1:
             body.append(("NOSUCHCMD", "x"))
@@ -288,6 +298,11 @@ def run_random(pair, seed, family, n):
                     pair("PEXPIRE", c[1], "5")
                     time.sleep(0.06)
                     pair("EXISTS", c[1])
+                elif c[0] == "SCANALL":
+                    if pair.queued is None:
+                        opts = g.r.choice([{}, {"count": 3}, {"match": "*1*"}, {"type_": "set"}]) if c[1] == "SCAN" \
+                            else g.r.choice([{}, {"count": 2}, {"match": "b*"}])
+                        pair.scan_all(c[1], c[2], **opts)
                 elif c[0] == "OTHER":
                     other("SELECT", db)
                     other(*c[1:])

@@ -18,6 +18,8 @@ SCENARIOS = {
     "queue_error_aborts": ["MULTI", "SET a 1", "NOSUCHCOMMAND x", "SET b 2", "EXEC", "EXISTS a b"],
     "arity_error_aborts": ["MULTI", "SET a 1", "GET", "EXEC", "EXISTS a"],
     "arity_error_then_discard": ["MULTI", "SET a 1", "SET a", "DISCARD", "EXISTS a", "PING"],
+    "exec_with_args": ["MULTI", "SET a 1", "EXEC x", "GET a", "EXEC", "MULTI", "SET b 1", "DISCARD x", "EXEC",
+                       "GET b", "MULTI x", "EXEC"],
     "watch_inside_multi": ["MULTI", "WATCH a", "SET a 1", "EXEC", "GET a"],
     "watch_own_change_aborts": ["WATCH a", "SET a 1", "MULTI", "SET a 2", "EXEC", "GET a"],
     "watch_no_change": ["SET a 1", "WATCH a", "MULTI", "INCR a", "EXEC", "GET a"],

@@ -267,3 +267,92 @@ impl Bitmap64 {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{assert_matches, bitmap_and_model, cases};
+    use crate::{Bitmap, Bitmap64};
+    use croaring::Portable;
+    use proptest::prelude::*;
+
+    fn cfg() -> ProptestConfig {
+        ProptestConfig {
+            cases: cases(64),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    proptest! {
+        #![proptest_config(cfg())]
+
+        #[test]
+        fn croaring_reads_our_portable_bytes((b, m) in bitmap_and_model()) {
+            let bytes = b.serialize_portable();
+            let c = croaring::Bitmap::try_deserialize::<Portable>(&bytes).expect("croaring accepts");
+            prop_assert_eq!(c.cardinality(), m.len() as u64);
+            prop_assert!(c.iter().eq(m.iter().copied()));
+        }
+
+        #[test]
+        fn we_read_croaring_portable_bytes_with_the_same_size((b, m) in bitmap_and_model(), optimize in any::<bool>()) {
+            let values: Vec<u32> = m.iter().copied().collect();
+            let mut c = croaring::Bitmap::of(&values);
+            let mut ours = Bitmap::from_sorted(&values);
+            if optimize {
+                c.run_optimize();
+                ours.optimize();
+            }
+            let bytes = c.serialize::<Portable>();
+            let back = Bitmap::deserialize_portable(&bytes).unwrap();
+            assert_matches(&back, &m);
+            prop_assert_eq!(back, ours.clone());
+            prop_assert_eq!(ours.portable_size(), bytes.len());
+            prop_assert_eq!(ours.serialize_portable(), bytes);
+            let _ = b;
+        }
+
+        #[test]
+        fn portable64_round_trips_with_croaring(values in prop::collection::vec(
+            prop_oneof![any::<u64>(), (0u64..4, any::<u32>()).prop_map(|(h, l)| (h << 32) | l as u64),
+                        (0u64..3).prop_map(|d| u64::MAX - d)], 0..300)) {
+            let ours = Bitmap64::from_unsorted(&values);
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            prop_assert!(ours.iter().eq(sorted.iter().copied()));
+            let bytes = ours.serialize_portable();
+            prop_assert_eq!(bytes.len(), ours.portable_size());
+            let c = croaring::Bitmap64::try_deserialize::<Portable>(&bytes).expect("croaring accepts");
+            prop_assert!(c.iter().eq(sorted.iter().copied()));
+            let theirs = c.serialize::<Portable>();
+            let back = Bitmap64::deserialize_portable(&theirs).unwrap();
+            back.validate().unwrap();
+            prop_assert_eq!(back, ours);
+        }
+    }
+
+    #[test]
+    fn empty_and_hostile_inputs() {
+        let e = Bitmap::new().serialize_portable();
+        assert_eq!(e, croaring::Bitmap::new().serialize::<Portable>());
+        assert!(Bitmap::deserialize_portable(&e).unwrap().is_empty());
+        for bad in [
+            &[][..],
+            &[0x3a, 0x30],
+            &[0x3b, 0x30, 0xff, 0xff],
+            &[0x3a, 0x30, 0, 0, 1, 0, 0, 0],
+        ] {
+            assert!(Bitmap::deserialize_portable(bad).is_err());
+        }
+        let mut b = Bitmap::from_sorted(&[1, 2, 3, 70000]);
+        let mut bytes = b.serialize_portable();
+        bytes.push(0);
+        assert!(Bitmap::deserialize_portable(&bytes).is_err());
+        b.optimize();
+        let bytes = b.serialize_portable();
+        for cut in 0..bytes.len() {
+            assert!(Bitmap::deserialize_portable(&bytes[..cut]).is_err());
+        }
+    }
+}

@@ -167,6 +167,15 @@ pub const MAX_OP_BYTES: usize = 512;
 /// # Panics
 /// On any disagreement or broken invariant (that is the finding).
 pub fn fuzz_decode_and_apply(data: &[u8]) {
+    fuzz_decode(data);
+    fuzz_apply(data);
+}
+
+/// Feeds `data` to every decoder: each must reject it or return a valid value.
+///
+/// # Panics
+/// When a decoder accepts bytes that do not give a valid value.
+pub fn fuzz_decode(data: &[u8]) {
     // Decoders must reject or accept, never panic; accepted input must be valid.
     if let Ok(v) = crate::ContainerView::parse(data) {
         let c = v.to_buf();
@@ -184,7 +193,14 @@ pub fn fuzz_decode_and_apply(data: &[u8]) {
         b.validate()
             .expect("accepted portable64 bitmap must be valid");
     }
+}
 
+/// Applies the operations encoded in the first [`MAX_OP_BYTES`] of `data`
+/// (8 bytes each) to two bitmaps and their models, checking after every step.
+///
+/// # Panics
+/// On any disagreement or broken invariant.
+pub fn fuzz_apply(data: &[u8]) {
     // Values stay within four containers' worth (keys 0, 1, 65534, 65535) so operations collide.
     let val = |b: &[u8]| -> u32 {
         let key = [0u32, 1, 65534, 65535][(b[0] & 3) as usize];

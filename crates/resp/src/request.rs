@@ -250,6 +250,16 @@ impl RequestParser {
         self.spans.len()
     }
 
+    /// The spans of the last complete multibulk request (relative to the
+    /// `buf` passed to `parse`), or `None` for an inline request (whose
+    /// arguments live in the parser's own buffer).
+    pub fn multibulk_spans(&self) -> Option<&[Span]> {
+        match self.state {
+            State::Done { inline: true } => None,
+            _ => Some(&self.spans),
+        }
+    }
+
     /// The arguments of the last complete request; `buf` must be the buffer
     /// passed to the [`RequestParser::parse`] call that completed it.
     pub fn args<'a>(&'a self, buf: &'a [u8]) -> Args<'a> {
@@ -483,5 +493,68 @@ mod tests {
             parse_all(b"\r\n*0\r\n   \n").unwrap(),
             vec![vec![]; 3] as Vec<Vec<Vec<u8>>>
         );
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn encode(args: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let mut p = RequestParser::new();
+            let mut at = 0;
+            while at < data.len() {
+                match p.parse(&data[at..], &Limits::default()) {
+                    Ok(Some(n)) => {
+                        prop_assert!(n > 0);
+                        let _ = p.args(&data[at..]).all().count();
+                        at += n;
+                    }
+                    _ => break,
+                }
+            }
+        }
+
+        #[test]
+        fn encoded_requests_round_trip_in_any_split(
+            reqs in proptest::collection::vec(
+                proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..6), 1..5),
+            split in 0usize..400,
+        ) {
+            let mut wire = Vec::new();
+            for r in &reqs {
+                wire.extend_from_slice(&encode(r));
+            }
+            let split = split.min(wire.len());
+            // Feed the first `split` bytes, then everything.
+            let mut p = RequestParser::new();
+            let mut got: Vec<Vec<Vec<u8>>> = Vec::new();
+            let mut at = 0;
+            for end in [split, wire.len()] {
+                while at < end {
+                    match p.parse(&wire[at..end], &Limits::default()).unwrap() {
+                        Some(n) => {
+                            got.push(p.args(&wire[at..end]).all().map(<[u8]>::to_vec).collect());
+                            at += n;
+                        }
+                        None => break,
+                    }
+                }
+            }
+            prop_assert_eq!(got, reqs);
+        }
     }
 }

@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 use roaringd_resp::Protocol;
 use tokio::sync::Notify;
 
+use crate::command_table::{CommandTable, Entry};
 use crate::transaction::MultiState;
 use crate::watch::WatchSet;
 
@@ -73,7 +74,7 @@ pub struct ClientInfo {
     /// CLIENT SETINFO lib-ver.
     pub lib_ver: Mutex<Vec<u8>>,
     /// Full name of the last command (`client|list`).
-    pub last_cmd: Mutex<&'static str>,
+    last_cmd: AtomicU32,
     /// Selected database (mirrors `Client::db`).
     pub db: AtomicU32,
     /// Protocol number (2 or 3).
@@ -100,7 +101,7 @@ impl ClientInfo {
             name: Mutex::new(Vec::new()),
             lib_name: Mutex::new(Vec::new()),
             lib_ver: Mutex::new(Vec::new()),
-            last_cmd: Mutex::new("NULL"),
+            last_cmd: AtomicU32::new(u32::MAX),
             db: AtomicU32::new(0),
             resp: AtomicU8::new(2),
             multi: AtomicI64::new(-1),
@@ -108,6 +109,20 @@ impl ClientInfo {
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
         }
+    }
+
+    /// Records the command being run (lock-free: the hot path calls this
+    /// for every command).
+    #[inline]
+    pub fn set_last_cmd(&self, entry: &'static Entry) {
+        self.last_cmd.store(entry.id, Ordering::Relaxed);
+    }
+
+    /// Full name of the last command, `NULL` before the first.
+    pub fn last_cmd(&self) -> &'static str {
+        CommandTable::get()
+            .by_id(self.last_cmd.load(Ordering::Relaxed))
+            .map_or("NULL", |e| e.full_name)
     }
 
     /// Asks the connection to close.
@@ -140,7 +155,7 @@ impl ClientInfo {
             qbuf,
             16384u64.saturating_sub(qbuf),
             16384 + qbuf,
-            self.last_cmd.lock(),
+            self.last_cmd(),
             self.resp.load(Ordering::Relaxed),
             String::from_utf8_lossy(&lib_name),
             String::from_utf8_lossy(&lib_ver),

@@ -69,6 +69,8 @@ pub enum Flag {
     NoAuth,
     /// May replicate even when read-only.
     MayReplicate,
+    /// Not allowed while loading asynchronously (replica diskless load).
+    NoAsyncLoading,
     /// Not allowed inside MULTI (rejected when queued; EXEC then aborts).
     NoMulti,
     /// Allowed while the server is busy.
@@ -84,7 +86,7 @@ pub enum Flag {
 
 impl Flag {
     /// Every flag, in bit order.
-    pub const ALL: [Flag; 18] = [
+    pub const ALL: [Flag; 19] = [
         Flag::Write,
         Flag::Readonly,
         Flag::Denyoom,
@@ -98,6 +100,7 @@ impl Flag {
         Flag::Fast,
         Flag::NoAuth,
         Flag::MayReplicate,
+        Flag::NoAsyncLoading,
         Flag::NoMulti,
         Flag::AllowBusy,
         Flag::Sentinel,
@@ -121,6 +124,7 @@ impl Flag {
             Flag::Fast => "fast",
             Flag::NoAuth => "no_auth",
             Flag::MayReplicate => "may_replicate",
+            Flag::NoAsyncLoading => "no_async_loading",
             Flag::NoMulti => "no_multi",
             Flag::AllowBusy => "allow_busy",
             Flag::Sentinel | Flag::NoQueue | Flag::Exclusive => return None,
@@ -372,6 +376,62 @@ impl KeySpec {
     }
 }
 
+/// One key spec as `COMMAND INFO` prints it. Documentation only: locking
+/// and `COMMAND GETKEYS` use the row's [`KeySpec`].
+#[derive(Clone, Copy, Debug)]
+pub struct KeySpecDoc {
+    /// Key-spec flags (`RW`, `OW`, `RM`, `RO`, `access`, `update`, `insert`, `delete`).
+    pub flags: &'static [&'static str],
+    /// `begin_search` index.
+    pub begin_index: usize,
+    /// `find_keys`.
+    pub find: KeyFind,
+}
+
+/// The `find_keys` part of a [`KeySpecDoc`].
+#[derive(Clone, Copy, Debug)]
+pub enum KeyFind {
+    /// `range`: `lastkey` relative to the first key (-1 = last argument).
+    Range {
+        /// Last key, relative to the begin index; negative counts from the end.
+        lastkey: i32,
+        /// Step between keys.
+        step: usize,
+        /// Limit (0 = none).
+        limit: usize,
+    },
+    /// `keynum`: a count argument, then the keys.
+    KeyNum {
+        /// Index of the count, relative to the begin index.
+        keynumidx: usize,
+        /// First key, relative to the begin index.
+        firstkey: usize,
+        /// Step between keys.
+        step: usize,
+    },
+}
+
+impl KeySpecDoc {
+    /// A `range` key spec: keys from `begin_index` to `lastkey` (relative)
+    /// with `step`.
+    pub const fn range(
+        flags: &'static [&'static str],
+        begin_index: usize,
+        lastkey: i32,
+        step: usize,
+    ) -> Self {
+        KeySpecDoc {
+            flags,
+            begin_index,
+            find: KeyFind::Range {
+                lastkey,
+                step,
+                limit: 0,
+            },
+        }
+    }
+}
+
 /// One command (or subcommand) row.
 #[derive(Clone, Copy, Debug)]
 pub struct CommandSpec {
@@ -400,6 +460,9 @@ pub struct CommandSpec {
     /// `access`, `update`, `insert`, `delete`); `None`: `OW update` for
     /// write commands, `RO access` otherwise.
     pub key_flags: Option<&'static [&'static str]>,
+    /// Explicit key specs for `COMMAND INFO` (one per key position, each
+    /// with its own flags); empty: derived from `keys` and `key_flags`.
+    pub key_specs: &'static [KeySpecDoc],
 }
 
 impl CommandSpec {
@@ -417,6 +480,7 @@ impl CommandSpec {
             since: "1.0.0",
             group: "generic",
             key_flags: None,
+            key_specs: &[],
         }
     }
 
@@ -441,6 +505,12 @@ impl CommandSpec {
     /// Sets the key-spec flags `COMMAND INFO` prints.
     pub const fn key_flags(mut self, flags: &'static [&'static str]) -> Self {
         self.key_flags = Some(flags);
+        self
+    }
+
+    /// Sets explicit key specs for `COMMAND INFO`.
+    pub const fn key_specs(mut self, specs: &'static [KeySpecDoc]) -> Self {
+        self.key_specs = specs;
         self
     }
 
@@ -562,10 +632,12 @@ pub struct Entry {
     pub subs: Vec<Entry>,
     /// True for a subcommand entry.
     pub is_sub: bool,
+    /// `top << 16 | (sub + 1)`, or `top << 16` for a top-level entry.
+    pub id: u32,
 }
 
 impl Entry {
-    fn new(spec: &'static CommandSpec, parent: Option<&str>) -> Entry {
+    fn new(spec: &'static CommandSpec, parent: Option<&str>, id: u32) -> Entry {
         let full_name: &'static str = match parent {
             None => spec.name,
             Some(p) => Box::leak(format!("{p}|{}", spec.name).into_boxed_str()),
@@ -577,9 +649,11 @@ impl Entry {
             subs: spec
                 .subcommands
                 .iter()
-                .map(|s| Entry::new(s, Some(spec.name)))
+                .enumerate()
+                .map(|(i, s)| Entry::new(s, Some(spec.name), id | (i as u32 + 1)))
                 .collect(),
             is_sub: parent.is_some(),
+            id,
         }
     }
 
@@ -603,7 +677,7 @@ static TABLE: LazyLock<CommandTable> = LazyLock::new(|| {
     for family in FAMILIES {
         for spec in family.iter() {
             by_name.insert(spec.name.as_bytes(), entries.len());
-            entries.push(Entry::new(spec, None));
+            entries.push(Entry::new(spec, None, (entries.len() as u32) << 16));
         }
     }
     CommandTable { entries, by_name }
@@ -625,6 +699,15 @@ impl CommandTable {
         lower.copy_from_slice(name);
         lower.make_ascii_lowercase();
         self.by_name.get(&*lower).map(|&i| &self.entries[i])
+    }
+
+    /// The entry with `Entry::id` `id`.
+    pub fn by_id(&'static self, id: u32) -> Option<&'static Entry> {
+        let top = self.entries.get((id >> 16) as usize)?;
+        match id & 0xffff {
+            0 => Some(top),
+            sub => top.subs.get(sub as usize - 1),
+        }
     }
 
     /// Every top-level entry, in table order.

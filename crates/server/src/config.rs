@@ -110,6 +110,8 @@ pub struct Config {
     /// it they reply `ERR invalid arguments, maybe out of range or illegal`
     /// (spec open point 8).
     pub tr_max_reply_bytes: u64,
+    /// `io-threads`: runtime worker threads (0 = one per core).
+    pub io_threads: u64,
 }
 
 impl Default for Config {
@@ -138,6 +140,7 @@ impl Default for Config {
             save: String::new(),
             pidfile: String::new(),
             protected_mode: true,
+            io_threads: 0,
         }
     }
 }
@@ -167,10 +170,12 @@ pub const NAMES: &[&str] = &[
     "pidfile",
     "protected-mode",
     "tr-max-reply-bytes",
+    "io-threads",
 ];
 
 /// Settings that only the command line / config file may set.
 const IMMUTABLE: &[&str] = &[
+    "io-threads",
     "port",
     "bind",
     "dir",
@@ -320,6 +325,7 @@ impl Config {
             "save" => self.save = values.join(" "),
             "pidfile" => self.pidfile = one()?.to_string(),
             "tr-max-reply-bytes" => self.tr_max_reply_bytes = memory(one()?)?,
+            "io-threads" => self.io_threads = number(one()?)?,
             _ => return Err(SetError::Unknown),
         }
         Ok(())
@@ -358,6 +364,7 @@ impl Config {
             "save" => self.save.clone(),
             "pidfile" => self.pidfile.clone(),
             "tr-max-reply-bytes" => self.tr_max_reply_bytes.to_string(),
+            "io-threads" => self.io_threads.to_string(),
             _ => return None,
         })
     }

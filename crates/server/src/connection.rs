@@ -1,5 +1,6 @@
 //! One connection: read into a reused buffer, execute every complete
-//! request in it, encode all replies into one output buffer, write once.
+//! request in it (consecutive data commands as one store transaction, see
+//! `pipeline`), encode all replies into one output buffer, write once.
 //!
 //! A protocol error replies with Redis's text and closes this connection
 //! only. The read buffer grows only with bytes actually received; the
@@ -14,6 +15,7 @@ use tokio::net::TcpStream;
 
 use crate::client::{Client, ClientInfo};
 use crate::dispatch;
+use crate::pipeline::Batch;
 use crate::state::{now_ms, Server};
 
 /// Smallest free space offered to each read.
@@ -29,6 +31,7 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
     let mut rbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut limits = current_limits(&server, &client);
+    let mut batch = Batch::default();
 
     loop {
         if rbuf.capacity() - rbuf.len() < READ_CHUNK {
@@ -59,33 +62,28 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
         server.stats.net_input_bytes.add(n as u64);
         info.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
 
-        let mut start = 0;
-        let mut close = false;
-        while start < rbuf.len() {
-            match parser.parse(&rbuf[start..], &limits) {
-                Ok(Some(used)) => {
-                    let args = parser.args(&rbuf[start..]);
-                    dispatch::execute(&server, &mut client, args, &mut out);
-                    start += used;
-                    if client.close_after_reply {
-                        close = true;
-                        break;
-                    }
-                    if !client.authenticated || limits.unauthenticated {
-                        limits = current_limits(&server, &client);
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    let mut enc = ReplyEncoder::new(&mut out, client.protocol);
-                    enc.error(e.message().as_bytes());
-                    server.stats.total_error_replies.add(1);
-                    crate::verbose!("Protocol error ({}) from client: id={}", e, info.id);
-                    close = true;
-                    break;
-                }
+        // A panic in a handler must not take the server down (nor leave
+        // this client registered): reply with an error and close.
+        let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            process(
+                &server,
+                &mut client,
+                &mut parser,
+                &mut batch,
+                &rbuf,
+                &mut out,
+                &mut limits,
+            )
+        }));
+        let (start, close) = match processed {
+            Ok(r) => r,
+            Err(_) => {
+                crate::warning!("Internal error while serving client id={}", info.id);
+                let mut enc = ReplyEncoder::new(&mut out, client.protocol);
+                enc.error(b"ERR internal error");
+                (rbuf.len(), true)
             }
-        }
+        };
         if start == rbuf.len() {
             rbuf.clear();
             parser.reset();
@@ -123,6 +121,56 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
     let _ = stream.shutdown().await;
     server.watches.unwatch_all(client.id, &mut client.watch);
     server.clients.lock().remove(&client.id);
+}
+
+/// Executes every complete request in `rbuf`, appending replies to `out`.
+/// Returns how many bytes were consumed and whether to close afterwards.
+fn process(
+    server: &Server,
+    client: &mut Client,
+    parser: &mut RequestParser,
+    batch: &mut Batch,
+    rbuf: &[u8],
+    out: &mut Vec<u8>,
+    limits: &mut Limits,
+) -> (usize, bool) {
+    let mut start = 0;
+    let mut close = false;
+    while start < rbuf.len() {
+        match parser.parse(&rbuf[start..], limits) {
+            Ok(Some(used)) => {
+                let grouped = match parser.multibulk_spans() {
+                    Some(spans) => batch.try_push(client, rbuf, start, spans),
+                    None => false,
+                };
+                if !grouped {
+                    batch.flush(server, client, rbuf, out);
+                    let args = parser.args(&rbuf[start..]);
+                    dispatch::execute(server, client, args, out);
+                }
+                start += used;
+                if client.close_after_reply {
+                    close = true;
+                    break;
+                }
+                if !client.authenticated || limits.unauthenticated {
+                    *limits = current_limits(server, client);
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                batch.flush(server, client, rbuf, out);
+                let mut enc = ReplyEncoder::new(out, client.protocol);
+                enc.error(e.message().as_bytes());
+                server.stats.record_error(b"ERR");
+                crate::verbose!("Protocol error ({}) from client: id={}", e, client.id);
+                close = true;
+                break;
+            }
+        }
+    }
+    batch.flush(server, client, rbuf, out);
+    (start, close)
 }
 
 fn current_limits(server: &Server, client: &Client) -> Limits {

@@ -55,12 +55,30 @@ pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut V
     encode(server, client, &reply, out);
 }
 
-/// Appends `reply` in the client's protocol.
+/// Appends `reply` in the client's protocol, counting error replies (also
+/// those inside an EXEC result) for INFO.
 pub fn encode(server: &Server, client: &Client, reply: &Reply, out: &mut Vec<u8>) {
-    if let Reply::Error(_) = reply {
-        server.stats.total_error_replies.add(1);
+    match reply {
+        Reply::Error(e) => record_error(server, e),
+        Reply::Array(items) if items.iter().any(|r| matches!(r, Reply::Error(_))) => {
+            for r in items {
+                if let Reply::Error(e) = r {
+                    record_error(server, e);
+                }
+            }
+        }
+        _ => {}
     }
     reply.encode(&mut ReplyEncoder::new(out, client.protocol));
+}
+
+fn record_error(server: &Server, e: &CommandError) {
+    match e {
+        CommandError::Err(_) | CommandError::Syntax | CommandError::NotInteger => {
+            server.stats.record_error(b"ERR")
+        }
+        other => server.stats.record_error(other.to_string().as_bytes()),
+    }
 }
 
 /// A command that fails to queue makes the transaction fail at EXEC.
@@ -173,6 +191,14 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
 /// `appendfsync always` the commit syncs, so it runs as blocking work.
 pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<(), CommandError> {
     let sync = write && server.store.sync_mode() == roaringd_store::SyncMode::Always;
+    if write && server.watches.any() {
+        // Touch WATCHers while the key locks are still held, so an EXEC that
+        // locks one of these keys after us sees its dirty flag.
+        let keys = txn.modified_keys();
+        server
+            .watches
+            .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
+    }
     let modified = if sync && tokio::runtime::Handle::try_current().is_ok() {
         tokio::task::block_in_place(|| txn.commit())
     } else {
@@ -182,9 +208,12 @@ pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<
         Ok(keys) => {
             if !keys.is_empty() {
                 server.stats.dirty.add(keys.len() as u64);
-                server
-                    .watches
-                    .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
+                if !write {
+                    // Keys removed by lazy expiry during a read.
+                    server
+                        .watches
+                        .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
+                }
             }
             Ok(())
         }
@@ -201,7 +230,12 @@ pub fn call(
     txn: Option<&mut roaringd_store::Txn>,
 ) -> Result<Reply, CommandError> {
     args.seek(if entry.is_sub { 2 } else { 1 });
-    *client.info.last_cmd.lock() = entry.full_name;
+    client.info.set_last_cmd(entry);
+    let mut txn = txn;
+    if let Some(t) = txn.as_deref_mut() {
+        // Keyspace hits/misses count the lookups of read-only commands.
+        t.set_count_lookups(!entry.spec.has(Flag::Write));
+    }
     let mut ctx = Ctx {
         db: client.db,
         client,

@@ -165,8 +165,8 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
                 store
                     .expired_keys
                     .saturating_sub(st.expired_keys_base.load(Ordering::Relaxed)),
-                st.keyspace_hits.get(),
-                st.keyspace_misses.get(),
+                store.keyspace_hits,
+                store.keyspace_misses,
                 st.total_error_replies.get(),
             );
         }
@@ -185,7 +185,12 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
             );
         }
         "modules" => o.push_str("# Modules\r\n"),
-        "errorstats" => o.push_str("# Errorstats\r\n"),
+        "errorstats" => {
+            o.push_str("# Errorstats\r\n");
+            for (code, n) in st.errors_by_code.lock().iter() {
+                let _ = write!(o, "errorstat_{code}:count={n}\r\n");
+            }
+        }
         "cluster" => o.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
         "keyspace" => {
             o.push_str("# Keyspace\r\n");

@@ -19,6 +19,7 @@ pub mod glob;
 pub mod info;
 pub mod listener;
 pub mod log;
+pub mod pipeline;
 pub mod reply;
 pub mod slowlog;
 pub mod start;
@@ -26,7 +27,7 @@ pub mod state;
 pub mod transaction;
 pub mod watch;
 
-pub use command_table::{AclCat, CommandSpec, Flag, Handler, KeySpec};
+pub use command_table::{AclCat, CommandSpec, Flag, Handler, KeyFind, KeySpec, KeySpecDoc};
 pub use ctx::Ctx;
 pub use error::CommandError;
 pub use reply::Reply;

@@ -144,15 +144,20 @@ async fn expire_cycle(server: Arc<Server>) {
             return;
         }
         let s = server.clone();
-        let r = tokio::task::spawn_blocking(move || s.store.active_expire_cycle(200)).await;
-        match r {
-            Ok(Ok(removed)) => {
-                if !removed.is_empty() {
-                    server
-                        .watches
-                        .touch(removed.iter().map(|(d, k)| (*d, k.as_slice())));
-                }
+        let r = tokio::task::spawn_blocking(move || {
+            // No WATCH gate here (it would be taken before the store's key
+            // locks, unlike EXEC's order): an EXEC that checks between this
+            // commit and the touch still sees the key gone (see EXEC).
+            let removed = s.store.active_expire_cycle(200)?;
+            if !removed.is_empty() {
+                s.watches
+                    .touch(removed.iter().map(|(d, k)| (*d, k.as_slice())));
             }
+            Ok::<(), roaringd_store::StoreError>(())
+        })
+        .await;
+        match r {
+            Ok(Ok(())) => {}
             Ok(Err(e)) => crate::warning!("Active expire cycle failed: {e}"),
             Err(e) => crate::warning!("Active expire cycle panicked: {e}"),
         }

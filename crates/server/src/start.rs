@@ -55,7 +55,10 @@ pub fn main_with_args(args: &[String]) -> i32 {
             return 1;
         }
     };
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let workers = match config.io_threads {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n as usize,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()

@@ -28,10 +28,6 @@ pub struct Stats {
     pub net_input_bytes: Counter,
     /// Bytes written to clients.
     pub net_output_bytes: Counter,
-    /// Reads that found their key.
-    pub keyspace_hits: Counter,
-    /// Reads that did not.
-    pub keyspace_misses: Counter,
     /// The store's expired-keys counter at the last RESETSTAT (INFO shows
     /// the difference).
     pub expired_keys_base: AtomicU64,
@@ -39,6 +35,8 @@ pub struct Stats {
     pub total_error_replies: Counter,
     /// Writes since the last SAVE.
     pub dirty: Counter,
+    /// Error replies by error code (`ERR`, `WRONGTYPE`, ...), for INFO errorstats.
+    pub errors_by_code: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Stats {
@@ -50,12 +48,23 @@ impl Stats {
             &self.rejected_connections,
             &self.net_input_bytes,
             &self.net_output_bytes,
-            &self.keyspace_hits,
-            &self.keyspace_misses,
             &self.total_error_replies,
         ] {
             c.reset();
         }
+        self.errors_by_code.lock().clear();
+    }
+
+    /// Counts one error reply whose text is `text` (code first).
+    pub fn record_error(&self, text: &[u8]) {
+        self.total_error_replies.add(1);
+        let end = text
+            .iter()
+            .position(|&c| c == b' ')
+            .unwrap_or(text.len())
+            .min(64);
+        let code = String::from_utf8_lossy(&text[..end]).into_owned();
+        *self.errors_by_code.lock().entry(code).or_insert(0) += 1;
     }
 }
 

@@ -21,9 +21,9 @@ type Shard = Mutex<HashMap<(u16, Vec<u8>), Watchers>>;
 pub struct WatchSet {
     /// `(db, key)` pairs, each registered once in the table.
     pub keys: Vec<(u16, Vec<u8>)>,
-    /// For each of `keys`: was it already logically expired at WATCH time?
-    /// (EXEC aborts if a key that was live then has expired since.)
-    pub expired_at_watch: Vec<bool>,
+    /// For each of `keys`: did it exist (live, not expired) at WATCH time?
+    /// EXEC aborts if such a key no longer exists (expired or removed).
+    pub live_at_watch: Vec<bool>,
     /// Set when any watched key is touched; EXEC then fails.
     pub dirty: Arc<AtomicBool>,
 }
@@ -36,6 +36,10 @@ impl WatchSet {
 }
 
 /// The server-wide table of watched keys.
+///
+/// Ordering with EXEC: writers touch WATCHers with the keys they modified
+/// before their commit releases the key locks; EXEC checks its dirty flag
+/// after taking its own key locks.
 pub struct WatchTable {
     watched: AtomicUsize,
     shards: Vec<Shard>,
@@ -62,7 +66,7 @@ fn shard_of(db: u16, key: &[u8]) -> usize {
 
 impl WatchTable {
     /// Registers `client_id` as a watcher of `(db, key)` (once per key).
-    pub fn watch(&self, client_id: u64, set: &mut WatchSet, db: u16, key: &[u8], expired: bool) {
+    pub fn watch(&self, client_id: u64, set: &mut WatchSet, db: u16, key: &[u8], live: bool) {
         if set.keys.iter().any(|(d, k)| *d == db && k == key) {
             return;
         }
@@ -73,7 +77,7 @@ impl WatchTable {
             .push((client_id, set.dirty.clone()));
         self.watched.fetch_add(1, Ordering::AcqRel);
         set.keys.push((db, key.to_vec()));
-        set.expired_at_watch.push(expired);
+        set.live_at_watch.push(live);
     }
 
     /// Removes every watch of the client and clears its dirty flag.
@@ -89,7 +93,7 @@ impl WatchTable {
             }
             self.watched.fetch_sub(1, Ordering::AcqRel);
         }
-        set.expired_at_watch.clear();
+        set.live_at_watch.clear();
         set.dirty.store(false, Ordering::Release);
     }
 

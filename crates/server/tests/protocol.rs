@@ -167,3 +167,39 @@ fn resp3_after_hello_3_and_back_to_resp2() {
     let want: &[u8] = b"-NOPROTO unsupported protocol version\r\n";
     assert_eq!(exchange(&mut sock, b"HELLO 4\r\n", want.len()), want);
 }
+
+#[test]
+fn pipelined_data_commands_run_in_order_with_their_own_errors() {
+    let s = server();
+    let mut sock = s.socket();
+    let req: &[u8] = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\n1\r\n\
+*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n\
+*3\r\n$4\r\nSADD\r\n$1\r\nk\r\n$1\r\nx\r\n\
+*2\r\n$3\r\nGET\r\n$1\r\nk\r\n\
+*2\r\n$3\r\nGET\r\n\
+*2\r\n$4\r\nECHO\r\n$1\r\ne\r\n\
+*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nz\r\n\
+*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n\
+*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+    let want: &[u8] = b"+OK\r\n:2\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n$1\r\n2\r\n\
+-ERR Protocol error: expected '$', got '*'\r\n";
+    // The 5th request is malformed (`*2` with one element, then `*`): the
+    // earlier ones are answered, then the error, then the connection closes.
+    let got = exchange(&mut sock, req, want.len());
+    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
+    assert!(is_closed(&mut sock));
+
+    let mut sock = s.socket();
+    let req: &[u8] = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\n1\r\n\
+*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n\
+*2\r\n$4\r\nECHO\r\n$1\r\ne\r\n\
+*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nz\r\n\
+*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n\
+*1\r\n$3\r\nGET\r\n\
+*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+    let want: &[u8] =
+        b"+OK\r\n:2\r\n$1\r\ne\r\n+OK\r\n-ERR value is not an integer or out of range\r\n\
+-ERR wrong number of arguments for 'get' command\r\n$1\r\nz\r\n";
+    let got = exchange(&mut sock, req, want.len());
+    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
+}

@@ -163,7 +163,7 @@ fn command_introspection() {
         &watch[3..6],
         &[Frame::Integer(1), Frame::Integer(-1), Frame::Integer(1)]
     );
-    assert_eq!(items[1], Frame::NullArray);
+    assert_eq!(items[1], Frame::NullBulk);
     assert_eq!(
         c.call(&["COMMAND", "GETKEYS", "watch", "a", "b"]).unwrap(),
         Frame::Array(vec![Frame::Bulk(b"a".to_vec()), Frame::Bulk(b"b".to_vec())])
@@ -250,4 +250,55 @@ fn data_survives_shutdown_and_sigterm() {
     s.restart();
     let mut c = s.client();
     assert_eq!(c.call(&["GET", "k"]).unwrap(), Frame::Bulk(b"v2".to_vec()));
+}
+
+#[test]
+fn errorstats_count_error_codes() {
+    let s = TestServer::start_with(bin(), &[]);
+    let mut c = s.client();
+    c.call(&["NOSUCH"]).unwrap();
+    c.call(&["SET", "k", "v"]).unwrap();
+    c.call(&["SADD", "k", "m"]).unwrap();
+    let es = text(&c.call(&["INFO", "errorstats"]).unwrap());
+    assert!(es.contains("errorstat_ERR:count=1\r\n"), "{es}");
+    assert!(es.contains("errorstat_WRONGTYPE:count=1\r\n"), "{es}");
+    let st = text(&c.call(&["INFO", "stats"]).unwrap());
+    assert!(st.contains("total_error_replies:2\r\n"), "{st}");
+}
+
+#[test]
+fn maxclients_refuses_extra_connections() {
+    let s = TestServer::start_with(bin(), &["--maxclients", "2"]);
+    let _a = s.client();
+    let _b = s.client();
+    let mut extra = s.socket();
+    let got = roaringd_testkit::read_some(&mut extra, 40);
+    assert_eq!(got, b"-ERR max number of clients reached\r\n");
+    let mut c = s.client();
+    drop(c.call(&["PING"]));
+}
+
+#[test]
+fn query_buffer_limit_closes_the_client() {
+    let s = TestServer::start_with(bin(), &[]);
+    let mut c = s.client();
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "client-query-buffer-limit", "1mb"])
+            .unwrap(),
+        ok()
+    );
+    let mut sock = s.socket();
+    use std::io::Write;
+    // A 4 MB bulk that never completes: closed once 1 MB is buffered.
+    sock.write_all(b"*2\r\n$4\r\nECHO\r\n$4000000\r\n").unwrap();
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut closed = false;
+    for _ in 0..60 {
+        if sock.write_all(&chunk).is_err() {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed || roaringd_testkit::is_closed(&mut sock));
+    assert_eq!(c.call(&["PING"]).unwrap(), Frame::Simple(b"PONG".to_vec()));
 }

@@ -204,3 +204,42 @@ fn watched_key_that_expires_before_exec_aborts_it() {
         Frame::Array(vec![Frame::Simple(b"PONG".to_vec())])
     );
 }
+
+#[test]
+fn optimistic_locking_loses_no_update() {
+    let s = server();
+    let mut c = s.client();
+    assert_eq!(c.call(&["SET", "cnt", "0"]).unwrap(), ok());
+    let addr = s.addr();
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = roaringd_testkit::Client::connect(addr).unwrap();
+                let mut done = 0;
+                while done < 50 {
+                    c.call(&["WATCH", "cnt"]).unwrap();
+                    let v: i64 = String::from_utf8(
+                        c.call(&["GET", "cnt"])
+                            .unwrap()
+                            .as_bytes()
+                            .unwrap()
+                            .to_vec(),
+                    )
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                    c.call(&["MULTI"]).unwrap();
+                    c.call(&["SET", "cnt", &(v + 1).to_string()]).unwrap();
+                    if c.call(&["EXEC"]).unwrap() != Frame::NullArray {
+                        done += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+    assert_eq!(
+        c.call(&["GET", "cnt"]).unwrap(),
+        Frame::Bulk(b"200".to_vec())
+    );
+}

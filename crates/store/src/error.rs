@@ -36,6 +36,10 @@ pub enum StoreError {
     InvalidCursor,
     /// The database index is outside `0..databases`.
     DbIndexOutOfRange,
+    /// A key (or key plus member / field) exceeds the store's entry key
+    /// limit ([`crate::kv::MAX_ENTRY_KEY`] bytes with its prefix). Redis has
+    /// no such limit; this is ours.
+    KeyTooLong,
     /// An I/O failure in the underlying store. The text is for logs.
     Io(String),
     /// Stored bytes failed validation. The text is for logs.
@@ -78,6 +82,9 @@ impl fmt::Display for StoreError {
             }
             StoreError::InvalidCursor => f.write_str("ERR invalid cursor"),
             StoreError::DbIndexOutOfRange => f.write_str("ERR DB index is out of range"),
+            StoreError::KeyTooLong => f.write_str(
+                "ERR key or element too long for the store (an entry key is limited to 65535 bytes)",
+            ),
             StoreError::Io(e) => write!(f, "ERR I/O error in the store: {e}"),
             StoreError::Corrupt(e) => write!(f, "ERR stored data is corrupt: {e}"),
         }

@@ -109,6 +109,8 @@ impl Txn {
             };
             self.data_put(db, key, m.version, f, join_value(seq, v));
             changed = true;
+            // Redis 7.0 `hashTypeSet`: a written field or value over 64
+            // bytes, or more than 128 fields, converts to `hashtable`.
             if !m.big
                 && (len > MAX_LISTPACK_ENTRIES
                     || f.len() > MAX_LISTPACK_VALUE
@@ -318,17 +320,28 @@ impl Txn {
         let Some(m) = self.hash_meta(db, key)? else {
             return Ok(Vec::new());
         };
-        let all = self.fields_of(db, key, &m)?;
+        let (len, _) = len_of(&m);
+        let pick = |t: &Txn, k: usize| -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+            let mut out = Vec::with_capacity(k);
+            for (f, v) in t.sample_elements(db, key, m.version, len, k)? {
+                out.push((f, split_value(&v)?.1.to_vec()));
+            }
+            Ok(out)
+        };
         Ok(match count {
-            None => sample::reservoir(all.into_iter(), 1),
+            None => pick(self, 1)?,
             Some(c) if c >= 0 => {
-                if c as u64 >= all.len() as u64 {
-                    all
+                if c as u64 >= len {
+                    self.fields_of(db, key, &m)?
                 } else {
-                    sample::reservoir(all.into_iter(), c as usize)
+                    pick(self, c as usize)?
                 }
             }
-            Some(c) => sample::with_repeats(&all, c.unsigned_abs() as usize),
+            Some(c) => {
+                let n = c.unsigned_abs() as usize;
+                let pool = pick(self, n.min(len as usize))?;
+                sample::with_repeats(&pool, n)
+            }
         })
     }
 }

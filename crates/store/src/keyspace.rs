@@ -6,8 +6,8 @@
 use crate::error::{Result, StoreError};
 use crate::glob::{glob_match, literal_prefix};
 use crate::keys;
-use crate::kv::{KvRead, Space, WriteBatch};
-use crate::meta::{KeyMeta, Kind, Summary};
+use crate::kv::{Space, WriteBatch};
+use crate::meta::{Kind, Summary};
 use crate::number::parse_i64;
 use crate::store::{counts_key, encode_counts, now_ms, DbStats};
 use crate::txn::Txn;
@@ -229,7 +229,7 @@ impl Txn {
                 break;
             }
             if pattern.is_none_or(|p| glob_match(p, &key)) {
-                out.push((key.clone(), m.kind()));
+                out.push((key.clone(), m.kind));
             }
             last = Some(key);
         }
@@ -290,9 +290,9 @@ impl Txn {
         Ok(base.saturating_add_signed(self.pending_key_delta(db)))
     }
 
-    /// FLUSHDB: removes every key of `db`. Requires [`Store::begin_exclusive`]
-    /// (crate::Store::begin_exclusive). Unlike other writes it is applied at
-    /// once, in chunks, not at commit; this `Txn`'s pending writes to `db`
+    /// FLUSHDB: removes every key of `db`. Requires a Txn from
+    /// [`crate::Store::begin_exclusive`]. Unlike other writes it is applied
+    /// at once, in chunks, not at commit; this `Txn`'s pending writes to `db`
     /// are discarded. Elements are collected later by compaction.
     ///
     /// # Errors
@@ -371,23 +371,48 @@ impl Txn {
     }
 
     /// MEMORY USAGE: bytes the key occupies in the store (its meta entry and
-    /// every element entry, keys and values, before compression). `None`
-    /// when absent.
+    /// its element entries, keys and values, before compression). With
+    /// `samples > 0` and more elements than that, the element bytes are
+    /// estimated from the first `samples` elements times the cardinality
+    /// (Redis samples 5 by default; 0 = all); bitmaps are exact from their
+    /// summary without a scan. `None` when absent. Not
+    /// counted as a keyspace hit / miss (as in Redis).
     ///
     /// # Errors
     /// `Io` / `Corrupt`.
-    pub fn memory_usage(&mut self, db: u16, key: &[u8]) -> Result<Option<u64>> {
-        let Some(m) = self.meta(db, key)? else {
+    pub fn memory_usage(&mut self, db: u16, key: &[u8], samples: usize) -> Result<Option<u64>> {
+        let Some(m) = self.live_meta(db, key)? else {
             return Ok(None);
         };
         let mut total = (2 + key.len() + m.encode().len()) as u64;
-        if m.has_data() {
-            let plen = keys::data_prefix(db, key, m.version).len() as u64;
-            for e in self.data_iter(db, key, m.version, None, false) {
-                let (sub, v) = e?;
-                total += plen + sub.len() as u64 + v.len() as u64;
+        let card = match m.summary {
+            Summary::String(_) => return Ok(Some(total)),
+            Summary::Set { card } => card,
+            Summary::Hash { len, .. } => len,
+            // Exact from the summary: each container entry is its key
+            // (prefix + 2-byte block) and its bytes (4-byte header +
+            // payload, which is what the census counts).
+            Summary::Bitmap(b) => {
+                let plen = keys::data_prefix(db, key, m.version).len() as u64;
+                let payload: u64 = b.kinds.iter().map(|k| k.bytes).sum();
+                return Ok(Some(total + b.containers * (plen + 2 + 4) + payload));
             }
+        };
+        let plen = keys::data_prefix(db, key, m.version).len() as u64;
+        let mut seen = 0u64;
+        let mut bytes = 0u64;
+        for e in self.data_iter(db, key, m.version, None, false) {
+            if samples > 0 && seen >= samples as u64 {
+                break;
+            }
+            let (sub, v) = e?;
+            bytes += plen + sub.len() as u64 + v.len() as u64;
+            seen += 1;
         }
+        if seen > 0 && seen < card {
+            bytes = bytes / seen * card;
+        }
+        total += bytes;
         Ok(Some(total))
     }
 
@@ -468,12 +493,4 @@ fn delete_matching(
             return Ok(());
         }
     }
-}
-
-/// Decoded meta of a key in a raw KV read (no overlay), for diagnostics.
-#[allow(dead_code)]
-pub(crate) fn raw_meta(kv: &dyn KvRead, db: u16, key: &[u8]) -> Result<Option<KeyMeta>> {
-    kv.get(Space::Meta, &keys::meta_key(db, key))?
-        .map(|b| KeyMeta::decode(&b))
-        .transpose()
 }

@@ -7,6 +7,11 @@
 use crate::error::Result;
 use std::ops::Bound;
 
+/// Longest entry key any backend accepts (fjall's limit). `get` of a longer
+/// key finds nothing; `write` of one fails with `KeyTooLong`; range bounds
+/// longer than this are clamped (no stored key is longer).
+pub const MAX_ENTRY_KEY: usize = u16::MAX as usize;
+
 /// One of the ordered byte maps of a store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Space {
@@ -82,6 +87,17 @@ impl WriteBatch {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
+    }
+
+    /// Fails when a key is longer than [`MAX_ENTRY_KEY`].
+    ///
+    /// # Errors
+    /// `KeyTooLong`.
+    pub fn check_keys(&self) -> Result<()> {
+        if self.ops.iter().any(|(_, k, _)| k.len() > MAX_ENTRY_KEY) {
+            return Err(crate::error::StoreError::KeyTooLong);
+        }
+        Ok(())
     }
 
     /// Consumes the batch into its writes, in order.
@@ -211,6 +227,29 @@ pub fn range_is_empty(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
         | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
         _ => false,
     }
+}
+
+/// Rewrites range bounds longer than [`MAX_ENTRY_KEY`] into equivalent
+/// ones of at most that length (valid because no stored key is longer):
+/// a start bound `S` becomes `Excluded(S[..MAX])`, an end bound `Included(S[..MAX])`.
+#[must_use]
+pub fn clamp_bounds<'a>(
+    start: Bound<&'a [u8]>,
+    end: Bound<&'a [u8]>,
+) -> (Bound<&'a [u8]>, Bound<&'a [u8]>) {
+    let start = match start {
+        Bound::Included(k) | Bound::Excluded(k) if k.len() > MAX_ENTRY_KEY => {
+            Bound::Excluded(&k[..MAX_ENTRY_KEY])
+        }
+        b => b,
+    };
+    let end = match end {
+        Bound::Included(k) | Bound::Excluded(k) if k.len() > MAX_ENTRY_KEY => {
+            Bound::Included(&k[..MAX_ENTRY_KEY])
+        }
+        b => b,
+    };
+    (start, end)
 }
 
 /// The smallest key greater than every key starting with `prefix`, or `None`

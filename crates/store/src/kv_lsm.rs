@@ -7,7 +7,8 @@
 
 use crate::error::{Result, StoreError};
 use crate::kv::{
-    range_is_empty, DataGc, Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WriteBatch,
+    clamp_bounds, range_is_empty, DataGc, Durability, Kv, KvIter, KvRead, KvStats, Op, Space,
+    WriteBatch, MAX_ENTRY_KEY,
 };
 use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable, Snapshot};
@@ -107,6 +108,10 @@ fn collect_iter_rev(
 
 impl KvRead for LsmKv {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        // fjall panics on over-long keys; none can be stored.
+        if key.len() > MAX_ENTRY_KEY {
+            return Ok(None);
+        }
         Ok(self.ks(space).get(key).map_err(io)?.map(|v| v.to_vec()))
     }
 
@@ -117,6 +122,7 @@ impl KvRead for LsmKv {
         end: Bound<&[u8]>,
         reverse: bool,
     ) -> KvIter<'_> {
+        let (start, end) = clamp_bounds(start, end);
         if range_is_empty(start, end) {
             return Box::new(std::iter::empty());
         }
@@ -132,6 +138,9 @@ struct LsmSnapshot {
 
 impl KvRead for LsmSnapshot {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if key.len() > MAX_ENTRY_KEY {
+            return Ok(None);
+        }
         Ok(self
             .snap
             .get(&self.spaces[space.index()], key)
@@ -146,6 +155,7 @@ impl KvRead for LsmSnapshot {
         end: Bound<&[u8]>,
         reverse: bool,
     ) -> KvIter<'_> {
+        let (start, end) = clamp_bounds(start, end);
         if range_is_empty(start, end) {
             return Box::new(std::iter::empty());
         }
@@ -161,6 +171,7 @@ impl Kv for LsmKv {
         if batch.is_empty() {
             return Ok(());
         }
+        batch.check_keys()?;
         let mode = match durability {
             Durability::Buffer => PersistMode::Buffer,
             Durability::Sync => PersistMode::SyncData,

@@ -177,6 +177,7 @@ impl KvRead for MemSnapshot {
 
 impl Kv for MemKv {
     fn write(&self, batch: WriteBatch, _durability: Durability) -> Result<()> {
+        batch.check_keys()?;
         let mut maps = self.maps.write();
         for (space, key, op) in batch.into_ops() {
             let map = &mut maps[space.index()];

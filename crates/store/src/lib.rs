@@ -16,8 +16,15 @@
 //!   (`Store::compact` forces a full compaction).
 //! - The expiry index is a third keyspace, `expiry` (`expire_at | db |
 //!   key`), kept in the same batch as meta changes; the active cycle reads
-//!   its head. Per-database key / expire counters are persisted records in
-//!   `meta` under the reserved database `0xFFFF`, updated in the same batch.
+//!   it from a cursor in time order. Per-database key / expire counters are
+//!   persisted records in `meta` under the reserved database `0xFFFF`,
+//!   updated in the same batch.
+//! - Strings live inline in `meta`; a set is one `data` entry per member, a
+//!   hash one per field (value = insertion sequence | value, to replay
+//!   Redis's listpack order). Cardinalities live in the meta summary.
+//! - Limits that Redis does not have: an entry key (prefix + key, plus
+//!   member / field for elements) is at most 65,535 bytes (fjall's limit),
+//!   reported as `StoreError::KeyTooLong`.
 
 pub mod bitmaps;
 pub mod error;
@@ -41,6 +48,6 @@ pub mod txn;
 pub use error::{Result, StoreError};
 pub use glob::{glob_match, glob_match_nocase};
 pub use kv::{Durability, Kv, KvRead, KvStats, Space, WriteBatch};
-pub use meta::{BitmapSummary, KeyMeta, Kind, KindCensus, Summary, BITMAP_TYPE_NAME};
+pub use meta::{BitmapSummary, KeyMeta, Kind, KindCensus, MetaBrief, Summary, BITMAP_TYPE_NAME};
 pub use store::{now_ms, DbStats, Store, StoreConfig, StoreStats, SyncMode};
 pub use txn::Txn;

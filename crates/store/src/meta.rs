@@ -187,6 +187,24 @@ pub enum Summary {
     Bitmap(BitmapSummary),
 }
 
+/// A key's type and expire time: all that key scans (KEYS, SCAN,
+/// RANDOMKEY) need, decoded without copying a string's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetaBrief {
+    /// The key's type.
+    pub kind: Kind,
+    /// Absolute expire time in Unix ms; 0 = none.
+    pub expire_at_ms: u64,
+}
+
+impl MetaBrief {
+    /// True when the key has an expire time at or before `now_ms`.
+    #[must_use]
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
+    }
+}
+
 /// The `meta` entry of a key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyMeta {
@@ -286,6 +304,38 @@ impl KeyMeta {
                 summary,
             })
         })
+    }
+
+    /// The key's type and expire time.
+    #[must_use]
+    pub fn brief(&self) -> MetaBrief {
+        MetaBrief {
+            kind: self.kind(),
+            expire_at_ms: self.expire_at_ms,
+        }
+    }
+
+    /// Decodes only the type and expire time, validating like [`decode`]
+    /// (`KeyMeta::decode`) without copying a string's value.
+    ///
+    /// # Errors
+    /// `Corrupt` as `decode`.
+    pub fn decode_brief(bytes: &[u8]) -> Result<MetaBrief> {
+        let (kind, _, _, expire_at_ms) = Self::decode_header(bytes)?;
+        let rest = bytes.len() - HEADER;
+        let kind = match (kind, rest) {
+            (0, _) => Kind::String,
+            (1, 8) => Kind::Set,
+            (2, 16) => Kind::Hash,
+            (3, _) => {
+                // A few varints: validate them all, as `decode` would.
+                BitmapSummary::decode(&bytes[HEADER..])?;
+                Kind::Bitmap
+            }
+            (1 | 2, _) => return Err(bad_len()),
+            (k, _) => return Err(StoreError::Corrupt(format!("unknown key kind {k}"))),
+        };
+        Ok(MetaBrief { kind, expire_at_ms })
     }
 
     /// Reads only the version of encoded meta bytes (for the data GC).
@@ -392,6 +442,7 @@ mod tests {
             let b = m.encode();
             assert_eq!(KeyMeta::decode(&b).unwrap(), m);
             assert_eq!(KeyMeta::decode_version(&b).unwrap(), m.version);
+            assert_eq!(KeyMeta::decode_brief(&b).unwrap(), m.brief());
         }
     }
 
@@ -403,6 +454,7 @@ mod tests {
                 let r = KeyMeta::decode(&b[..n]);
                 if m.kind() != Kind::String || n < HEADER {
                     assert!(r.is_err(), "{m:?} truncated at {n}");
+                    assert!(KeyMeta::decode_brief(&b[..n]).is_err(), "{m:?} at {n}");
                 }
             }
             let mut x = b.clone();

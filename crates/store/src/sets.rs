@@ -14,9 +14,6 @@ use crate::number::parse_i64;
 use crate::sample;
 use crate::txn::{Pairs, Txn};
 
-/// Sets up to this size are sampled over a full scan (uniform).
-const SAMPLE_SCAN_LIMIT: u64 = 1024;
-
 /// `set-max-intset-entries` default.
 pub const MAX_INTSET_ENTRIES: u64 = 512;
 
@@ -247,48 +244,13 @@ impl Txn {
         Ok((next, items))
     }
 
-    /// Up to `k` distinct random members. Small sets (or large `k`) are
-    /// sampled uniformly over a full scan; big sets sample a window of
-    /// about `2k` members after a random pivot between the first and last
-    /// member (cheap, not exactly uniform).
+    /// Up to `k` distinct random members (see [`Txn::sample_elements`]).
     fn sample_members(&self, db: u16, key: &[u8], m: &KeyMeta, k: usize) -> Result<Vec<Vec<u8>>> {
-        let card = card_of(m);
-        let names = |after: Option<&[u8]>| {
-            self.data_iter(db, key, m.version, after, false)
-                .map(|r| r.map(|(name, _)| name))
-        };
-        if card <= SAMPLE_SCAN_LIMIT || (k as u64).saturating_mul(4) > card {
-            let all = names(None).collect::<Result<Vec<_>>>()?;
-            return Ok(sample::reservoir(all.into_iter(), k));
-        }
-        let first = names(None).next().transpose()?;
-        let last = self
-            .data_iter(db, key, m.version, None, true)
-            .next()
-            .transpose()?
-            .map(|(name, _)| name);
-        let (Some(first), Some(last)) = (first, last) else {
-            return Ok(Vec::new());
-        };
-        let pivot = sample::pivot_between(&first, &last);
-        let want = k.saturating_mul(2).max(16);
-        let mut window = Vec::with_capacity(want);
-        for name in names(Some(&pivot)) {
-            if window.len() >= want {
-                break;
-            }
-            window.push(name?);
-        }
-        if window.len() < want {
-            for name in names(None) {
-                let name = name?;
-                if window.len() >= want || name > pivot {
-                    break;
-                }
-                window.push(name);
-            }
-        }
-        Ok(sample::reservoir(window.into_iter(), k))
+        Ok(self
+            .sample_elements(db, key, m.version, card_of(m), k)?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect())
     }
 
     /// SPOP: removes and returns up to `count` random members (one when
@@ -375,27 +337,24 @@ impl Txn {
         }
         match op {
             SetOp::Inter => {
-                if metas.iter().any(Option::is_none) {
+                let Some(present) = metas.iter().cloned().collect::<Option<Vec<KeyMeta>>>() else {
                     return Ok(Vec::new());
-                }
-                let Some(smallest) =
-                    (0..keys.len()).min_by_key(|&i| metas[i].as_ref().map_or(0, card_of))
+                };
+                let Some(smallest) = (0..present.len()).min_by_key(|&i| card_of(&present[i]))
                 else {
                     return Ok(Vec::new());
                 };
-                let base = self.members_of(
-                    db,
-                    keys[smallest].as_ref(),
-                    metas[smallest].as_ref().expect("checked"),
-                )?;
+                let base = self.members_of(db, keys[smallest].as_ref(), &present[smallest])?;
                 let mut out = Vec::new();
                 'outer: for x in base {
                     for (i, k) in keys.iter().enumerate() {
                         if i == smallest {
                             continue;
                         }
-                        let ver = metas[i].as_ref().map_or(0, |m| m.version);
-                        if self.data_get(db, k.as_ref(), ver, &x)?.is_none() {
+                        if self
+                            .data_get(db, k.as_ref(), present[i].version, &x)?
+                            .is_none()
+                        {
                             continue 'outer;
                         }
                     }

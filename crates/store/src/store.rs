@@ -88,6 +88,10 @@ pub struct StoreStats {
     pub kv: KvStats,
     /// Keys removed by expiry (lazy and active) since open.
     pub expired_keys: u64,
+    /// Read lookups that found a live key (see `Txn::set_count_lookups`).
+    pub keyspace_hits: u64,
+    /// Read lookups that found no live key.
+    pub keyspace_misses: u64,
 }
 
 /// Bits of a version below the epoch.
@@ -171,6 +175,30 @@ pub(crate) struct Inner {
     pub(crate) counts: Mutex<Vec<DbStats>>,
     pub(crate) cursors: Mutex<Cursors>,
     pub(crate) expired: std::sync::atomic::AtomicU64,
+    /// Where the active expiry cycle resumes: see [`ExpiryCursor`].
+    pub(crate) expiry_cursor: Mutex<ExpiryCursor>,
+    pub(crate) keyspace_hits: std::sync::atomic::AtomicU64,
+    pub(crate) keyspace_misses: std::sync::atomic::AtomicU64,
+}
+
+/// Where the active expiry cycle starts scanning the time-ordered expiry
+/// index, so it does not wade through the tombstones of entries it already
+/// removed. Every commit that adds an index entry at time `t` lowers `from`
+/// (and `added_min`) to `t` after its write; a cycle resets `added_min` when
+/// it starts and, when it finishes, moves `from` to what it processed, but
+/// never past an entry added meanwhile.
+pub(crate) struct ExpiryCursor {
+    from: u64,
+    added_min: u64,
+}
+
+impl Inner {
+    /// Records that a commit added an expiry index entry at `t`.
+    pub(crate) fn note_expiry_added(&self, t: u64) {
+        let mut c = self.expiry_cursor.lock();
+        c.from = c.from.min(t);
+        c.added_min = c.added_min.min(t);
+    }
 }
 
 /// The store handle: cheap to clone, shared by every connection.
@@ -267,6 +295,12 @@ impl Store {
                 order: VecDeque::new(),
             }),
             expired: std::sync::atomic::AtomicU64::new(0),
+            expiry_cursor: Mutex::new(ExpiryCursor {
+                from: 0,
+                added_min: u64::MAX,
+            }),
+            keyspace_hits: std::sync::atomic::AtomicU64::new(0),
+            keyspace_misses: std::sync::atomic::AtomicU64::new(0),
         });
         if config.dir.is_some() {
             spawn_persister(Arc::downgrade(&inner));
@@ -332,7 +366,15 @@ impl Store {
             dbs: self.inner.counts.lock().clone(),
             kv: self.inner.kv.stats(),
             expired_keys: self.inner.expired.load(Ordering::Relaxed),
+            keyspace_hits: self.inner.keyspace_hits.load(Ordering::Relaxed),
+            keyspace_misses: self.inner.keyspace_misses.load(Ordering::Relaxed),
         }
+    }
+
+    /// Zeroes the keyspace hit / miss counters (CONFIG RESETSTAT).
+    pub fn reset_keyspace_stats(&self) {
+        self.inner.keyspace_hits.store(0, Ordering::Relaxed);
+        self.inner.keyspace_misses.store(0, Ordering::Relaxed);
     }
 
     /// A consistent read-only view of the raw spaces (for tests, and for a
@@ -358,10 +400,16 @@ impl Store {
     pub fn active_expire_cycle(&self, budget: usize) -> Result<Vec<(u16, Vec<u8>)>> {
         let now = now_ms();
         let end = (now + 1).to_be_bytes();
+        let start = {
+            let mut c = self.inner.expiry_cursor.lock();
+            c.added_min = u64::MAX;
+            c.from
+        };
+        let start_key = start.to_be_bytes();
         let mut due: Vec<(u64, u16, Vec<u8>)> = Vec::new();
         for entry in self.inner.kv.range(
             Space::Expiry,
-            std::ops::Bound::Unbounded,
+            std::ops::Bound::Included(&start_key),
             std::ops::Bound::Excluded(&end),
             false,
         ) {
@@ -372,7 +420,19 @@ impl Store {
             let (at, db, key) = keys::split_expiry_key(&k)?;
             due.push((at, db, key.to_vec()));
         }
+        // Everything before `candidate` has been processed once this
+        // cycle's commit succeeds.
+        let candidate = if due.len() >= budget {
+            due.last().map_or(start, |(at, _, _)| *at)
+        } else {
+            now + 1
+        };
+        let advance = |inner: &Inner| {
+            let mut c = inner.expiry_cursor.lock();
+            c.from = candidate.min(c.added_min);
+        };
         if due.is_empty() {
+            advance(&self.inner);
             return Ok(Vec::new());
         }
         let refs: Vec<(u16, &[u8])> = due.iter().map(|(_, d, k)| (*d, k.as_slice())).collect();
@@ -384,6 +444,7 @@ impl Store {
             }
         }
         txn.commit()?;
+        advance(&self.inner);
         Ok(removed)
     }
 

@@ -8,7 +8,7 @@ use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::kv::{KvIter, Space, WriteBatch};
 use crate::locks::Held;
-use crate::meta::{KeyMeta, Kind};
+use crate::meta::{KeyMeta, Kind, MetaBrief};
 use crate::store::{counts_key, encode_counts, now_ms, Inner, Store};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::iter::Peekable;
@@ -33,6 +33,8 @@ pub struct Txn {
     touched: BTreeSet<(u16, Vec<u8>)>,
     versions: Vec<u64>,
     expired: u64,
+    /// Count key lookups as keyspace hits / misses (read commands).
+    count_lookups: bool,
     /// Expiry index entries to drop that no meta entry backs.
     stale_expiry: Vec<Vec<u8>>,
     extra_locks: Vec<Held>,
@@ -56,6 +58,7 @@ impl Txn {
             touched: BTreeSet::new(),
             versions: Vec::new(),
             expired: 0,
+            count_lookups: false,
             stale_expiry: Vec::new(),
             extra_locks: Vec::new(),
             held,
@@ -94,6 +97,21 @@ impl Txn {
         }
     }
 
+    /// Makes the following key lookups count as keyspace hits / misses
+    /// (INFO stats), as Redis's `lookupKeyRead` does. The server turns it on
+    /// for each read-only command and off for writes (in EXEC, per queued
+    /// command). Off by default.
+    pub fn set_count_lookups(&mut self, on: bool) {
+        self.count_lookups = on;
+    }
+
+    /// The keys modified so far, sorted, each once: what `commit` would
+    /// return (lazily expired keys included).
+    #[must_use]
+    pub fn modified_keys(&self) -> Vec<(u16, Vec<u8>)> {
+        self.touched.iter().cloned().collect()
+    }
+
     /// Writes the overlay as one atomic batch (synced per the sync mode)
     /// and returns the keys it modified, each once, sorted. Keys removed by
     /// lazy expiry are included.
@@ -103,6 +121,7 @@ impl Txn {
     pub fn commit(mut self) -> Result<Vec<(u16, Vec<u8>)>> {
         let mut batch = WriteBatch::new();
         let mut deltas: BTreeMap<u16, (i64, i64)> = BTreeMap::new();
+        let mut min_added_expiry = u64::MAX;
         let meta = std::mem::take(&mut self.meta);
         for (mk, new) in meta {
             let (db, key) = keys::split_meta_key(&mk)?;
@@ -121,6 +140,7 @@ impl Txn {
                 }
                 if new_e != 0 {
                     batch.put(Space::Expiry, keys::expiry_key(new_e, db, key), Vec::new());
+                    min_added_expiry = min_added_expiry.min(new_e);
                 }
             }
             match new {
@@ -154,6 +174,9 @@ impl Txn {
             self.inner.kv.write(batch, durability)?;
             *counts = next;
         }
+        if min_added_expiry != u64::MAX {
+            self.inner.note_expiry_added(min_added_expiry);
+        }
         self.inner
             .expired
             .fetch_add(self.expired, Ordering::Relaxed);
@@ -184,6 +207,19 @@ impl Txn {
     /// # Errors
     /// `Io` / `Corrupt`.
     pub fn meta(&mut self, db: u16, key: &[u8]) -> Result<Option<KeyMeta>> {
+        let m = self.live_meta(db, key)?;
+        if self.count_lookups {
+            let counter = if m.is_some() {
+                &self.inner.keyspace_hits
+            } else {
+                &self.inner.keyspace_misses
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(m)
+    }
+
+    pub(crate) fn live_meta(&mut self, db: u16, key: &[u8]) -> Result<Option<KeyMeta>> {
         let mk = keys::meta_key(db, key);
         let Some(m) = self.load_meta(&mk)? else {
             return Ok(None);
@@ -263,14 +299,14 @@ impl Txn {
         Store::alloc_version(&self.inner, false)
     }
 
-    /// Live meta entries `(user key, meta)` of database `db` from `start`
-    /// (a bound on the user key), ascending, overlay applied, expired keys
-    /// skipped.
+    /// Live keys `(user key, type and expire time)` of database `db` from
+    /// `start` (a bound on the user key), ascending, overlay applied,
+    /// expired keys skipped.
     pub(crate) fn meta_iter(
         &self,
         db: u16,
         start: Bound<&[u8]>,
-    ) -> impl Iterator<Item = Result<(Vec<u8>, KeyMeta)>> + '_ {
+    ) -> impl Iterator<Item = Result<(Vec<u8>, MetaBrief)>> + '_ {
         let prefix = keys::meta_db_prefix(db);
         let end = crate::kv::prefix_end(&prefix);
         let start_key: Bound<Vec<u8>> = match start {
@@ -284,15 +320,15 @@ impl Txn {
             None => Bound::Unbounded,
         };
         let kv: KvIter<'_> = self.inner.kv.range(Space::Meta, start, end_b, false);
-        let kv = kv.map(|r| r.and_then(|(k, v)| Ok((k, KeyMeta::decode(&v)?))));
-        let ov: Box<dyn Iterator<Item = (Vec<u8>, Option<KeyMeta>)> + Send + '_> =
+        let kv = kv.map(|r| r.and_then(|(k, v)| Ok((k, KeyMeta::decode_brief(&v)?))));
+        let ov: Box<dyn Iterator<Item = (Vec<u8>, Option<MetaBrief>)> + Send + '_> =
             if crate::kv::range_is_empty(start, end_b) {
                 Box::new(std::iter::empty())
             } else {
                 Box::new(
                     self.meta
                         .range::<[u8], _>((start, end_b))
-                        .map(|(k, v)| (k.clone(), v.clone())),
+                        .map(|(k, v)| (k.clone(), v.as_ref().map(KeyMeta::brief))),
                 )
             };
         let now = self.now;
@@ -382,6 +418,61 @@ impl Txn {
         self.data
             .insert(keys::data_key(db, key, version, sub), None);
         self.touched.insert((db, key.to_vec()));
+    }
+
+    /// Up to `k` distinct random elements `(subkey, value)` of a key
+    /// version holding `card` elements. Up to 1,024 elements (or when `k`
+    /// is over a quarter of them) the sample is uniform over a full scan;
+    /// bigger collections sample a window of about `2k` elements after a
+    /// random pivot between the first and last subkey (cheap, not exactly
+    /// uniform).
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn sample_elements(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        card: u64,
+        k: usize,
+    ) -> Result<Pairs> {
+        if card <= 1024 || (k as u64).saturating_mul(4) > card {
+            let all = self
+                .data_iter(db, key, version, None, false)
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(crate::sample::reservoir(all.into_iter(), k));
+        }
+        let first = self
+            .data_iter(db, key, version, None, false)
+            .next()
+            .transpose()?;
+        let last = self
+            .data_iter(db, key, version, None, true)
+            .next()
+            .transpose()?;
+        let (Some((first, _)), Some((last, _))) = (first, last) else {
+            return Ok(Vec::new());
+        };
+        let pivot = crate::sample::pivot_between(&first, &last);
+        let want = k.saturating_mul(2).max(16);
+        let mut window = Vec::with_capacity(want);
+        for e in self.data_iter(db, key, version, Some(&pivot), false) {
+            if window.len() >= want {
+                break;
+            }
+            window.push(e?);
+        }
+        if window.len() < want {
+            for e in self.data_iter(db, key, version, None, false) {
+                let e = e?;
+                if window.len() >= want || e.0 > pivot {
+                    break;
+                }
+                window.push(e);
+            }
+        }
+        Ok(crate::sample::reservoir(window.into_iter(), k))
     }
 
     /// Elements `(subkey, value)` of a key version with subkey after `after`

@@ -360,3 +360,174 @@ fn store_committed_writes_survive_reopen() {
     assert_eq!(store.stats().dbs[1].keys, 2);
     assert_eq!(store.stats().dbs[1].expires, 1);
 }
+
+#[test]
+fn store_counts_read_lookups_only_when_asked() {
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[(0, b"k")]);
+        t.put_string(0, b"k", b"v".to_vec(), 0, false).unwrap();
+        assert_eq!(t.modified_keys(), vec![(0, b"k".to_vec())], "{name}");
+        t.commit().unwrap();
+        let mut t = store.begin(&[(0, b"k"), (0, b"nokey")]);
+        t.get(0, b"k").unwrap();
+        t.set_count_lookups(true);
+        t.get(0, b"k").unwrap();
+        t.get(0, b"k").unwrap();
+        t.get(0, b"nokey").unwrap();
+        t.set_count_lookups(false);
+        t.get(0, b"nokey").unwrap();
+        drop(t);
+        let s = store.stats();
+        assert_eq!((s.keyspace_hits, s.keyspace_misses), (2, 1), "{name}");
+        store.reset_keyspace_stats();
+        assert_eq!(store.stats().keyspace_hits, 0);
+    }
+}
+
+#[test]
+fn store_compaction_during_writes_never_drops_live_elements() {
+    for (name, store, _d) in stores() {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let compactor = {
+            let store = store.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    store.compact().unwrap();
+                }
+            })
+        };
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    let key = format!("set{w}").into_bytes();
+                    for round in 0..60 {
+                        let mut t = store.begin(&[(0, &key)]);
+                        t.del(0, &key).unwrap();
+                        let members: Vec<Vec<u8>> = (0..20)
+                            .map(|i| format!("{round}:{i}").into_bytes())
+                            .collect();
+                        t.sadd(0, &key, &members).unwrap();
+                        t.commit().unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        compactor.join().unwrap();
+        store.compact().unwrap();
+        for w in 0..2 {
+            let key = format!("set{w}").into_bytes();
+            let mut t = store.begin(&[(0, &key)]);
+            let members = t.smembers(0, &key).unwrap();
+            assert_eq!(members.len(), 20, "{name}");
+            assert!(members.iter().all(|m| m.starts_with(b"59:")), "{name}");
+            let v = t.meta(0, &key).unwrap().unwrap().version;
+            // Only the live version's entries remain after the final compaction.
+            let raw = store
+                .kv()
+                .prefix(
+                    Space::Data,
+                    &keys::data_prefix(0, &key, 0)[..6 + key.len()],
+                    false,
+                )
+                .count();
+            assert_eq!(raw, 20, "{name}: version {v}");
+        }
+    }
+}
+
+#[test]
+fn kv_overlong_keys_are_refused_not_panicking() {
+    for (name, kv, _d) in backends() {
+        let long = vec![b'k'; 70_000];
+        assert_eq!(kv.get(Space::Meta, &long).unwrap(), None, "{name}");
+        let mut b = WriteBatch::new();
+        b.put(Space::Meta, b"ok".to_vec(), Vec::new());
+        b.put(Space::Meta, long.clone(), Vec::new());
+        assert_eq!(
+            kv.write(b, Durability::Buffer),
+            Err(roaringd_store::StoreError::KeyTooLong),
+            "{name}"
+        );
+        assert_eq!(
+            kv.get(Space::Meta, b"ok").unwrap(),
+            None,
+            "{name}: nothing applied"
+        );
+        let mut b = WriteBatch::new();
+        b.put(Space::Meta, vec![b'k'; 10], Vec::new());
+        b.put(Space::Meta, vec![b'l'; 10], Vec::new());
+        kv.write(b, Durability::Buffer).unwrap();
+        assert_eq!(
+            keys_of(kv.prefix(Space::Meta, &long, false)).len(),
+            0,
+            "{name}"
+        );
+        let after = keys_of(kv.range(Space::Meta, Bound::Excluded(&long), Bound::Unbounded, false));
+        assert_eq!(after, vec![vec![b'l'; 10]], "{name}");
+        let before =
+            keys_of(kv.range(Space::Meta, Bound::Unbounded, Bound::Excluded(&long), false));
+        assert_eq!(before, vec![vec![b'k'; 10]], "{name}");
+    }
+}
+
+#[test]
+fn store_overlong_keys_read_as_absent_and_fail_on_write() {
+    for (name, store, _d) in stores() {
+        let long = vec![b'k'; 70_000];
+        let mut t = store.begin(&[(0, &long)]);
+        assert_eq!(t.get(0, &long).unwrap(), None, "{name}");
+        assert_eq!(t.smembers(0, &long).unwrap(), Vec::<Vec<u8>>::new());
+        t.put_string(0, &long, b"v".to_vec(), 0, false).unwrap();
+        assert_eq!(
+            t.commit(),
+            Err(roaringd_store::StoreError::KeyTooLong),
+            "{name}"
+        );
+        let mut t = store.begin(&[(0, b"s")]);
+        t.sadd(0, b"s", &[vec![b'm'; 65_530]]).unwrap();
+        assert_eq!(
+            t.commit(),
+            Err(roaringd_store::StoreError::KeyTooLong),
+            "{name}"
+        );
+        assert_eq!(store.stats().dbs[0].keys, 0, "{name}");
+    }
+}
+
+#[test]
+fn store_active_expiry_cursor_still_finds_keys_added_behind_it() {
+    for (name, store, _d) in stores() {
+        // A first cycle moves the cursor to "now".
+        assert!(store.active_expire_cycle(10).unwrap().is_empty(), "{name}");
+        // An expire time already in the past (behind the cursor).
+        let mut t = store.begin(&[(0, b"past")]);
+        t.put_string(0, b"past", b"v".to_vec(), 5, false).unwrap();
+        t.commit().unwrap();
+        assert_eq!(
+            store.active_expire_cycle(10).unwrap(),
+            vec![(0, b"past".to_vec())],
+            "{name}"
+        );
+        // Budget-limited cycles resume where they stopped.
+        let mut t = store.begin(&[]);
+        let now = t.now_ms();
+        for i in 0..5u64 {
+            let k = format!("k{i}").into_bytes();
+            t.put_string(0, &k, b"v".to_vec(), now - 10 + i, false)
+                .unwrap();
+        }
+        t.commit().unwrap();
+        let mut got = Vec::new();
+        for _ in 0..10 {
+            got.extend(store.active_expire_cycle(2).unwrap());
+        }
+        assert_eq!(got.len(), 5, "{name}");
+        assert_eq!(store.stats().dbs[0].keys, 0, "{name}");
+    }
+}

@@ -297,10 +297,14 @@ fn sets_sscan_pages_big_sets() {
             cursor = next;
         }
         assert_eq!(sorted(seen), sorted(members.clone()), "{name}");
-        assert_eq!(
-            t.memory_usage(0, b"big").unwrap().map(|n| n > 600 * 8),
-            Some(true)
+        let exact = t.memory_usage(0, b"big", 0).unwrap().unwrap();
+        assert!(exact > 600 * 8, "{name}");
+        let sampled = t.memory_usage(0, b"big", 5).unwrap().unwrap();
+        assert!(
+            sampled > exact / 2 && sampled < exact * 2,
+            "{name}: {sampled} vs {exact}"
         );
+        assert_eq!(t.memory_usage(0, b"nokey", 5).unwrap(), None);
     }
 }
 
@@ -421,5 +425,27 @@ fn randomkey_returns_live_keys_of_small_and_big_dbs() {
             let k = t.random_key(6).unwrap().unwrap();
             assert!(k.starts_with(b"key:"), "{name}");
         }
+    }
+}
+
+#[test]
+fn hashes_hrandfield_on_big_hashes_returns_distinct_fields_with_values() {
+    for (name, store, _d) in stores() {
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..2000)
+            .map(|i| (format!("f{i}").into_bytes(), format!("v{i}").into_bytes()))
+            .collect();
+        let mut t = store.begin(&[(0, b"h")]);
+        t.hset(0, b"h", &pairs, false).unwrap();
+        let picked = t.hrandfield(0, b"h", Some(30)).unwrap();
+        assert_eq!(picked.len(), 30, "{name}");
+        let mut names: Vec<_> = picked.iter().map(|(f, _)| f.clone()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 30, "{name}");
+        for (f, v) in &picked {
+            assert_eq!(&f[1..], &v[1..], "{name}: value belongs to its field");
+        }
+        assert_eq!(t.hrandfield(0, b"h", Some(-5)).unwrap().len(), 5);
+        assert_eq!(t.hrandfield(0, b"h", None).unwrap().len(), 1);
     }
 }

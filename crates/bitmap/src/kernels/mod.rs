@@ -111,3 +111,162 @@ pub fn get() -> &'static Kernels {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    //! Every vector kernel against the scalar one on boundary and random inputs.
+    use super::*;
+    use crate::testing::{lows_of_runs, lows_of_size, SplitMix};
+
+    fn arrays() -> Vec<Vec<u16>> {
+        let mut v = vec![
+            vec![],
+            vec![0],
+            vec![65535],
+            (0..8).collect(),
+            (0..4096).collect(),
+        ];
+        let mut seed = 1;
+        for n in [1, 7, 8, 9, 15, 16, 17, 100, 1000, 4095, 4096] {
+            for _ in 0..3 {
+                seed += 1;
+                v.push(lows_of_size(n, seed));
+            }
+        }
+        for c in [1, 5, 50] {
+            seed += 1;
+            let r = lows_of_runs(c, 40, seed);
+            if r.len() <= 4096 {
+                v.push(r);
+            }
+        }
+        v
+    }
+
+    fn bitsets() -> Vec<Box<Words>> {
+        let mut rng = SplitMix(99);
+        let mut out = vec![
+            Box::new([0u64; BITSET_WORDS]),
+            Box::new([u64::MAX; BITSET_WORDS]),
+        ];
+        for case in 0..6 {
+            let mut w = Box::new([0u64; BITSET_WORDS]);
+            for x in w.iter_mut() {
+                *x = match case % 3 {
+                    0 => rng.next_u64(),
+                    1 => rng.next_u64() & rng.next_u64() & rng.next_u64(),
+                    _ => rng.next_u64() | rng.next_u64(),
+                };
+            }
+            out.push(w);
+        }
+        out
+    }
+
+    fn check(k: &Kernels) {
+        let s = &SCALAR;
+        let arrs = arrays();
+        for a in &arrs {
+            for b in &arrs {
+                let mut o1 = vec![0u16; a.len() + b.len()];
+                let mut o2 = vec![0u16; a.len() + b.len()];
+                type ArrFn = fn(&[u16], &[u16], &mut [u16]) -> usize;
+                let pairs: [(ArrFn, ArrFn, usize); 4] = [
+                    (s.and_array_array, k.and_array_array, a.len().min(b.len())),
+                    (s.or_array_array, k.or_array_array, a.len() + b.len()),
+                    (s.xor_array_array, k.xor_array_array, a.len() + b.len()),
+                    (s.andnot_array_array, k.andnot_array_array, a.len()),
+                ];
+                for (i, (f, g, cap)) in pairs.into_iter().enumerate() {
+                    let n1 = f(a, b, &mut o1[..cap]);
+                    let n2 = g(a, b, &mut o2[..cap]);
+                    assert_eq!(&o1[..n1], &o2[..n2], "{} kernel {i}", k.name);
+                }
+                assert_eq!((s.and_array_array_len)(a, b), (k.and_array_array_len)(a, b));
+            }
+        }
+        let bs = bitsets();
+        for a in &bs {
+            assert_eq!((s.popcount)(&a[..]), (k.popcount)(&a[..]));
+            assert_eq!((s.popcount)(&a[3..1021]), (k.popcount)(&a[3..1021]));
+            for b in &bs {
+                type BinFn = fn(&Words, &Words, &mut Words) -> u32;
+                type IpFn = fn(&mut Words, &Words) -> u32;
+                let ops: [(BinFn, BinFn, IpFn, IpFn); 4] = [
+                    (
+                        s.and_bitset_bitset,
+                        k.and_bitset_bitset,
+                        s.and_bitset_bitset_in_place,
+                        k.and_bitset_bitset_in_place,
+                    ),
+                    (
+                        s.or_bitset_bitset,
+                        k.or_bitset_bitset,
+                        s.or_bitset_bitset_in_place,
+                        k.or_bitset_bitset_in_place,
+                    ),
+                    (
+                        s.xor_bitset_bitset,
+                        k.xor_bitset_bitset,
+                        s.xor_bitset_bitset_in_place,
+                        k.xor_bitset_bitset_in_place,
+                    ),
+                    (
+                        s.andnot_bitset_bitset,
+                        k.andnot_bitset_bitset,
+                        s.andnot_bitset_bitset_in_place,
+                        k.andnot_bitset_bitset_in_place,
+                    ),
+                ];
+                for (f, g, fi, gi) in ops {
+                    let (mut o1, mut o2) = (
+                        Box::new([0u64; BITSET_WORDS]),
+                        Box::new([0u64; BITSET_WORDS]),
+                    );
+                    assert_eq!(f(a, b, &mut o1), g(a, b, &mut o2));
+                    assert_eq!(o1, o2);
+                    let (mut x1, mut x2) = (a.clone(), a.clone());
+                    assert_eq!(fi(&mut x1, b), gi(&mut x2, b));
+                    assert_eq!(x1, x2);
+                    assert_eq!(x1, o1);
+                }
+                assert_eq!(
+                    (s.and_bitset_bitset_len)(a, b),
+                    (k.and_bitset_bitset_len)(a, b)
+                );
+                assert_eq!(
+                    (s.intersects_bitset_bitset)(a, b),
+                    (k.intersects_bitset_bitset)(a, b)
+                );
+                let (mut x1, mut x2) = (a.clone(), a.clone());
+                (s.or_words_in_place)(&mut x1[5..1000], &b[5..1000]);
+                (k.or_words_in_place)(&mut x2[5..1000], &b[5..1000]);
+                assert_eq!(x1, x2);
+            }
+        }
+    }
+
+    #[test]
+    fn vector_kernels_equal_scalar() {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt");
+            if avx2 {
+                check(&x86::AVX2);
+            }
+            if x86::detect().is_some_and(|k| k.name == "avx512") {
+                check(&x86::AVX512);
+            }
+        }
+        check(&SCALAR);
+    }
+
+    #[test]
+    fn force_scalar_is_honoured() {
+        if scalar_forced() {
+            assert_eq!(get().name, "scalar");
+        } else {
+            assert_eq!(get().name, best_vector().map_or("scalar", |k| k.name));
+        }
+    }
+}

@@ -296,7 +296,7 @@ fn full_domain_range_write_is_cheap_and_exact() {
 
 #[test]
 fn fuzz_logic_over_random_byte_strings() {
-    let n = cases(64) as u64 * 4;
+    let n = (cases(64) as u64 / 2).max(1);
     let mut rng = crate::testing::SplitMix(0x5EED);
     for _ in 0..n {
         let len = rng.below(200) as usize;
@@ -314,11 +314,11 @@ fn fuzz_logic_over_random_byte_strings() {
             b.optimize();
         }
         for mut bytes in [b.to_bytes(), b.serialize_portable()] {
-            crate::testing::fuzz_decode_and_apply(&bytes);
-            if !bytes.is_empty() {
+            crate::testing::fuzz_decode(&bytes);
+            for _ in 0..4 {
                 let i = r.below(bytes.len() as u64) as usize;
                 bytes[i] ^= 1 << r.below(8);
-                crate::testing::fuzz_decode_and_apply(&bytes);
+                crate::testing::fuzz_decode(&bytes);
             }
         }
     }

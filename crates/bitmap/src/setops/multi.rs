@@ -1,15 +1,19 @@
 //! N-way union and intersection over many containers of the same high key.
 
-use crate::codec::ARRAY_MAX;
 use crate::container::{ContainerBuf, ContainerRef};
 use crate::kernels;
+
+/// Total input cardinality up to which an n-way union sorts instead of using a bitset.
+pub const SMALL_UNION: usize = 64;
 
 /// Union of all inputs, normalized.
 ///
 /// Sizes the output once from the inputs' cardinalities: when they sum to at
-/// most 4,096 the arrays are merged; otherwise every input is ORed into one
-/// bitset with no per-step counting, and the cardinality is computed once at
-/// the end. A full input (65,536 values) short-cuts to a copy of it.
+/// most [`SMALL_UNION`] the values are gathered and sorted; otherwise every
+/// input is ORed into one bitset with no per-step counting, the cardinality is
+/// computed once at the end, and the result is normalized (back to an array
+/// when it holds at most 4,096 values). A full input (65,536 values)
+/// short-cuts to a copy of it.
 pub fn union_many(inputs: &[ContainerRef<'_>]) -> ContainerBuf {
     match inputs {
         [] => return ContainerBuf::new(),
@@ -24,7 +28,7 @@ pub fn union_many(inputs: &[ContainerRef<'_>]) -> ContainerBuf {
         }
         total += c.cardinality() as usize;
     }
-    if total <= ARRAY_MAX {
+    if total <= SMALL_UNION {
         let mut values = Vec::with_capacity(total);
         for c in inputs {
             let start = values.len();

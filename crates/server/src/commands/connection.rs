@@ -32,7 +32,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "connection",
         ),
     CommandSpec::new("echo", 2, echo)
-        .flags(&[Flag::Fast])
+        .flags(&[Flag::Loading, Flag::Stale, Flag::Fast])
         .acl(CONN)
         .doc("Returns the given string.", "1.0.0", "connection"),
     CommandSpec::new("quit", -1, quit)

@@ -3,7 +3,9 @@
 
 use roaringd_resp::Args;
 
-use crate::command_table::{AclCat, CommandSpec, CommandTable, Entry, Flag, KeySpec};
+use crate::command_table::{
+    AclCat, CommandSpec, CommandTable, Entry, Flag, KeyFind, KeySpec, KeySpecDoc,
+};
 use crate::commands::connection::help;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
@@ -86,6 +88,7 @@ fn b(text: &'static str) -> Reply {
 /// The 10-element `COMMAND INFO` array of one entry.
 fn info_of(e: &'static Entry) -> Reply {
     let spec = e.spec;
+    // Redis's order: every flag up to no_multi, movablekeys, allow_busy.
     let mut flags = Vec::new();
     for f in Flag::ALL {
         if f == Flag::AllowBusy && spec.keys.is_movable() {
@@ -96,9 +99,6 @@ fn info_of(e: &'static Entry) -> Reply {
                 flags.push(s(n));
             }
         }
-    }
-    if spec.keys.is_movable() && !spec.has(Flag::AllowBusy) {
-        flags.push(s("movablekeys"));
     }
     let (first, last, step) = spec.keys.legacy_triple();
     let cats = spec.all_acl();
@@ -132,7 +132,62 @@ fn key_flags(spec: &CommandSpec) -> Reply {
     })
 }
 
+fn doc_spec(d: &KeySpecDoc) -> Reply {
+    let find = match d.find {
+        KeyFind::Range {
+            lastkey,
+            step,
+            limit,
+        } => Reply::Map(vec![
+            (b("type"), b("range")),
+            (
+                b("spec"),
+                Reply::Map(vec![
+                    (b("lastkey"), Reply::Integer(i64::from(lastkey))),
+                    (b("keystep"), Reply::Integer(step as i64)),
+                    (b("limit"), Reply::Integer(limit as i64)),
+                ]),
+            ),
+        ]),
+        KeyFind::KeyNum {
+            keynumidx,
+            firstkey,
+            step,
+        } => Reply::Map(vec![
+            (b("type"), b("keynum")),
+            (
+                b("spec"),
+                Reply::Map(vec![
+                    (b("keynumidx"), Reply::Integer(keynumidx as i64)),
+                    (b("firstkey"), Reply::Integer(firstkey as i64)),
+                    (b("keystep"), Reply::Integer(step as i64)),
+                ]),
+            ),
+        ]),
+    };
+    Reply::Map(vec![
+        (
+            b("flags"),
+            Reply::Set(d.flags.iter().map(|f| s(f)).collect()),
+        ),
+        (
+            b("begin_search"),
+            Reply::Map(vec![
+                (b("type"), b("index")),
+                (
+                    b("spec"),
+                    Reply::Map(vec![(b("index"), Reply::Integer(d.begin_index as i64))]),
+                ),
+            ]),
+        ),
+        (b("find_keys"), find),
+    ])
+}
+
 fn key_specs(spec: &CommandSpec) -> Reply {
+    if !spec.key_specs.is_empty() {
+        return Reply::Array(spec.key_specs.iter().map(doc_spec).collect());
+    }
     let one = |begin: Reply, find: Reply| {
         Reply::Array(vec![Reply::Map(vec![
             (b("flags"), key_flags(spec)),
@@ -227,7 +282,7 @@ fn info(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
     }
     Ok(Reply::Array(
         args.rest()
-            .map(|n| find(n).map_or(Reply::NullArray, info_of))
+            .map(|n| find(n).map_or(Reply::Null, info_of))
             .collect(),
     ))
 }

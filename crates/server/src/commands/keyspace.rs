@@ -8,7 +8,7 @@ use roaringd_resp::Args;
 use roaringd_store::keyspace::ExpireCond;
 use roaringd_store::{Kind, StoreError};
 
-use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
+use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc};
 use crate::commands::connection::{container, help};
 use crate::ctx::Ctx;
 use crate::error::CommandError;
@@ -68,8 +68,16 @@ pub const COMMANDS: &[CommandSpec] = &[
         .key_flags(&["RO", "access"]),
     row("persist", 2, persist, WF, K1, "Removes the expiration time of a key.", "2.2.0")
         .key_flags(&["RW", "update"]),
-    row("rename", 3, rename, W, K12, "Renames a key and overwrites the destination.", "1.0.0"),
-    row("renamenx", 3, renamenx, WF, K12, "Renames a key only when the target key name doesn't exist.", "1.0.0"),
+    row("rename", 3, rename, W, K12, "Renames a key and overwrites the destination.", "1.0.0")
+        .key_specs(&[
+            KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1),
+            KeySpecDoc::range(&["OW", "update"], 2, 0, 1),
+        ]),
+    row("renamenx", 3, renamenx, WF, K12, "Renames a key only when the target key name doesn't exist.", "1.0.0")
+        .key_specs(&[
+            KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1),
+            KeySpecDoc::range(&["OW", "insert"], 2, 0, 1),
+        ]),
     row("keys", 2, keys, R, KeySpec::None, "Returns all key names that match a pattern.", "1.0.0")
         .acl(&[AclCat::Keyspace, AclCat::Dangerous]),
     row("scan", -2, scan, R, KeySpec::None, "Iterates over the key names in the database.", "2.8.0"),
@@ -485,15 +493,21 @@ fn object_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, Comman
 
 fn memory_usage(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let key = args.next_bytes()?;
+    // Redis's default sample count for nested values.
+    let mut samples = 5usize;
     while args.remaining() > 0 {
         if args.remaining() >= 2 && args.eat_keyword("samples") {
-            args.next_i64()?;
+            let n = args.next_i64()?;
+            if n < 0 {
+                return Err(CommandError::Syntax);
+            }
+            samples = usize::try_from(n).unwrap_or(usize::MAX);
         } else {
             return Err(CommandError::Syntax);
         }
     }
     let db = ctx.db;
-    Ok(match ctx.txn()?.memory_usage(db, key)? {
+    Ok(match ctx.txn()?.memory_usage(db, key, samples)? {
         Some(n) => Reply::Integer(i64::try_from(n).unwrap_or(i64::MAX)),
         None => Reply::Null,
     })

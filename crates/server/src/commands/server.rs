@@ -59,14 +59,19 @@ pub const COMMANDS: &[CommandSpec] = &[
         .subcommands(SLOWLOG)
         .doc("A container for slow log commands.", "2.2.12", "server"),
     CommandSpec::new("save", 1, save)
-        .flags(&[Flag::Admin, Flag::Noscript, Flag::NoMulti])
+        .flags(&[
+            Flag::Admin,
+            Flag::Noscript,
+            Flag::NoAsyncLoading,
+            Flag::NoMulti,
+        ])
         .doc(
             "Synchronously saves the database(s) to disk.",
             "1.0.0",
             "server",
         ),
     CommandSpec::new("bgsave", -1, bgsave)
-        .flags(&[Flag::Admin, Flag::Noscript])
+        .flags(&[Flag::Admin, Flag::Noscript, Flag::NoAsyncLoading])
         .doc(
             "Asynchronously saves the database(s) to disk.",
             "1.0.0",
@@ -349,6 +354,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, Co
 /// CONFIG RESETSTAT: zeroes server and per-command counters.
 pub fn reset_stats(server: &Server) {
     server.stats.reset();
+    server.store.reset_keyspace_stats();
     server
         .stats
         .expired_keys_base

@@ -6,7 +6,7 @@
 use roaringd_resp::Args;
 use roaringd_store::sets::SetOp;
 
-use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
+use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc};
 use crate::commands::keyspace::{parse_cursor, parse_scan_opts, scan_reply};
 use crate::ctx::Ctx;
 use crate::error::CommandError;
@@ -57,16 +57,32 @@ pub const COMMANDS: &[CommandSpec] = &[
         .key_flags(&["RW", "access", "delete"]),
     row("srandmember", -2, srandmember, R, K1, "Get one or multiple random members from a set", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("smove", 4, smove, WF, KeySpec::range(1, 2, 1), "Moves a member from one set to another.", "1.0.0"),
+    row("smove", 4, smove, WF, KeySpec::range(1, 2, 1), "Moves a member from one set to another.", "1.0.0")
+        .key_specs(&[
+            KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1),
+            KeySpecDoc::range(&["RW", "insert"], 2, 0, 1),
+        ]),
     row("sinter", -2, sinter, R, KALL, "Returns the intersect of multiple sets.", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("sinterstore", -3, sinterstore, WD, KALL, "Stores the intersect of multiple sets in a key.", "1.0.0"),
+    row("sinterstore", -3, sinterstore, WD, KALL, "Stores the intersect of multiple sets in a key.", "1.0.0")
+        .key_specs(&[
+            KeySpecDoc::range(&["RW", "update"], 1, 0, 1),
+            KeySpecDoc::range(&["RO", "access"], 2, -1, 1),
+        ]),
     row("sunion", -2, sunion, R, KALL, "Returns the union of multiple sets.", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("sunionstore", -3, sunionstore, WD, KALL, "Stores the union of multiple sets in a key.", "1.0.0"),
+    row("sunionstore", -3, sunionstore, WD, KALL, "Stores the union of multiple sets in a key.", "1.0.0")
+        .key_specs(&[
+            KeySpecDoc::range(&["OW", "update"], 1, 0, 1),
+            KeySpecDoc::range(&["RO", "access"], 2, -1, 1),
+        ]),
     row("sdiff", -2, sdiff, R, KALL, "Returns the difference of multiple sets.", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("sdiffstore", -3, sdiffstore, WD, KALL, "Stores the difference of multiple sets in a key.", "1.0.0"),
+    row("sdiffstore", -3, sdiffstore, WD, KALL, "Stores the difference of multiple sets in a key.", "1.0.0")
+        .key_specs(&[
+            KeySpecDoc::range(&["OW", "update"], 1, 0, 1),
+            KeySpecDoc::range(&["RO", "access"], 2, -1, 1),
+        ]),
     row("sintercard", -3, sintercard, R, KeySpec::NumKeys { numkeys: 1 }, "Returns the number of members of the intersect of multiple sets.", "7.0.0")
         .key_flags(&["RO", "access"]),
 ];
@@ -144,10 +160,11 @@ fn spop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
             Ok(Reply::bulk_or_null(v.pop()))
         }
         1 => {
-            let n = args.next_i64()?;
-            if n < 0 {
-                return Err(CommandError::err("value is out of range, must be positive"));
-            }
+            // Redis: one message for malformed and negative counts.
+            let n = match roaringd_resp::args::parse_i64(args.next_bytes()?) {
+                Some(n) if n >= 0 => n,
+                _ => return Err(CommandError::err("value is out of range, must be positive")),
+            };
             let txn = ctx.txn()?;
             if n == 0 {
                 txn.scard(db, key)?; // type check only
@@ -251,11 +268,10 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
     let mut limit = 0u64;
     while args.remaining() > 0 {
         if args.remaining() >= 2 && args.eat_keyword("limit") {
-            let n = args.next_i64()?;
-            if n < 0 {
-                return Err(CommandError::err("LIMIT can't be negative"));
-            }
-            limit = n as u64;
+            limit = match roaringd_resp::args::parse_i64(args.next_bytes()?) {
+                Some(n) if n >= 0 => n as u64,
+                _ => return Err(CommandError::err("LIMIT can't be negative")),
+            };
         } else {
             return Err(CommandError::Syntax);
         }

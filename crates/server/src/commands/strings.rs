@@ -404,3 +404,57 @@ fn setrange(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandErro
         ctx.txn()?.setrange(db, key, offset, value)? as i64
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roaringd_resp::Span;
+
+    fn with_args<T>(words: &[&str], f: impl FnOnce(&mut Args<'_>) -> T) -> T {
+        let buf = words.join(" ");
+        let mut spans = Vec::new();
+        let mut start = 0;
+        for w in words {
+            spans.push(Span {
+                start,
+                end: start + w.len(),
+            });
+            start += w.len() + 1;
+        }
+        let mut args = Args::new(buf.as_bytes(), &spans);
+        f(&mut args)
+    }
+
+    #[test]
+    fn set_options_follow_redis_grammar() {
+        let ok = |w: &[&str]| with_args(w, |a| parse_string_opts(a, Grammar::Set).is_ok());
+        assert!(ok(&["nx", "get", "ex", "10"]));
+        assert!(ok(&["ex", "1", "ex", "2"]));
+        assert!(ok(&["keepttl", "xx"]));
+        assert!(!ok(&["nx", "xx"]));
+        assert!(!ok(&["ex", "1", "px", "2"]));
+        assert!(!ok(&["keepttl", "ex", "1"]));
+        assert!(!ok(&["ex"]));
+        assert!(!ok(&["persist"]));
+        let getex = |w: &[&str]| with_args(w, |a| parse_string_opts(a, Grammar::GetEx).is_ok());
+        assert!(getex(&["persist"]));
+        assert!(getex(&["pxat", "5"]));
+        assert!(!getex(&["nx"]));
+        assert!(!getex(&["persist", "ex", "1"]));
+    }
+
+    #[test]
+    fn expire_ms_checks_range_like_redis() {
+        let now = 1_000;
+        assert_eq!(expire_ms("set", ExpireArg::Ex, b"2", now).unwrap(), 3_000);
+        assert_eq!(expire_ms("set", ExpireArg::PxAt, b"5", now).unwrap(), 5);
+        assert!(expire_ms("set", ExpireArg::Ex, b"0", now).is_err());
+        assert!(expire_ms("set", ExpireArg::Px, b"-1", now).is_err());
+        assert!(expire_ms("set", ExpireArg::Ex, b"9223372036854775807", now).is_err());
+        assert!(expire_ms("set", ExpireArg::Px, b"9223372036854775807", now).is_err());
+        assert_eq!(
+            expire_ms("set", ExpireArg::Ex, b"x", now).unwrap_err(),
+            CommandError::NotInteger
+        );
+    }
+}

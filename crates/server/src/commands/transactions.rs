@@ -106,8 +106,8 @@ fn watch(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
     // A read-only look at expiry state (no locks needed for it).
     let mut probe = server.store.begin(&[]);
     for key in args.rest() {
-        let expired = probe.is_expired(db, key)?;
-        server.watches.watch(c.id, &mut c.watch, db, key, expired);
+        let live = probe.exists(db, key)?;
+        server.watches.watch(c.id, &mut c.watch, db, key, live);
     }
     Ok(Reply::Ok)
 }
@@ -167,12 +167,13 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
         let keys: Vec<(u16, &[u8])> = owned.iter().map(|(d, k)| (*d, k.as_slice())).collect();
         Some(server.store.begin(&keys))
     };
-    // Checked with the locks held. Writers mark WATCHers dirty right after
-    // their commit (with the exact set of keys they modified).
+    // Checked with the locks held: writers mark WATCHers dirty (with the
+    // exact keys they modified) before they release their key locks.
     let mut dirty = client.watch.dirty.load(Ordering::Acquire);
     if !dirty && !client.watch.is_empty() {
         // Redis 7: a watched key that was live at WATCH and has expired since
-        // counts as modified.
+        // counts as modified. Checking "no longer exists" also covers a key
+        // removed by the active expiry cycle that has not touched us yet.
         let mut probe_txn;
         let probe = match txn.as_mut() {
             Some(t) => t,
@@ -181,8 +182,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                 &mut probe_txn
             }
         };
-        for ((d, k), was) in client.watch.keys.iter().zip(&client.watch.expired_at_watch) {
-            if !*was && probe.is_expired(*d, k)? {
+        for ((d, k), live) in client.watch.keys.iter().zip(&client.watch.live_at_watch) {
+            if *live && !probe.exists(*d, k)? {
                 dirty = true;
                 break;
             }

@@ -1,0 +1,129 @@
+//! Group commit for pipelined data commands.
+//!
+//! Consecutive data commands (rows flagged `Write` or `Readonly`, not
+//! `Exclusive`) found in one read buffer run as ONE store transaction: the
+//! union of their keys is locked once, they run in order (each reading the
+//! effects of the previous ones), and one commit makes them durable before
+//! any of their replies is written. For other clients this is a valid
+//! serialization (the batch is applied at once; no reply was sent before the
+//! commit), and it turns N lock round-trips and N write batches into one.
+//!
+//! Anything else (connection/server commands, MULTI state, auth, inline
+//! requests, errors found before execution) ends the batch and runs alone.
+
+use std::time::Instant;
+
+use roaringd_resp::{Args, Span};
+
+use crate::client::Client;
+use crate::command_table::{Entry, Flag};
+use crate::dispatch;
+use crate::reply::Reply;
+use crate::state::Server;
+
+/// Most commands in one group.
+const MAX_COMMANDS: usize = 64;
+/// Most keys locked by one group.
+const MAX_KEYS: usize = 256;
+
+/// Pending data commands of one read buffer, reused across reads.
+#[derive(Default)]
+pub struct Batch {
+    /// `(entry, first span, end span)` per command, into `spans`.
+    cmds: Vec<(&'static Entry, usize, usize)>,
+    /// Every argument of every pending command, as absolute ranges of the
+    /// read buffer.
+    spans: Vec<Span>,
+    /// Key positions scratch.
+    idx: Vec<usize>,
+    /// Keys of the pending commands: (db, span index).
+    keys: Vec<(u16, usize)>,
+    replies: Vec<Reply>,
+}
+
+impl Batch {
+    /// True when nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.cmds.is_empty()
+    }
+
+    /// Queues the request whose argument spans (relative to `base` in `buf`)
+    /// are `spans`, if it can join a group. Returns false (and queues
+    /// nothing) when it must run alone; the caller then flushes first.
+    pub fn try_push(&mut self, client: &Client, buf: &[u8], base: usize, spans: &[Span]) -> bool {
+        if client.multi.is_some() || !client.authenticated || spans.is_empty() {
+            return false;
+        }
+        let args = Args::new(&buf[base..], spans);
+        let Ok(entry) = dispatch::resolve(client, &args) else {
+            return false;
+        };
+        let spec = entry.spec;
+        if !(spec.has(Flag::Write) || spec.has(Flag::Readonly))
+            || spec.has(Flag::Exclusive)
+            || !spec.arity_ok(args.len())
+        {
+            return false;
+        }
+        self.idx.clear();
+        spec.keys.extract(&args, &mut self.idx);
+        if self.cmds.len() >= MAX_COMMANDS || self.keys.len() + self.idx.len() > MAX_KEYS {
+            return false;
+        }
+        let first = self.spans.len();
+        self.spans.extend(spans.iter().map(|s| Span {
+            start: s.start + base,
+            end: s.end + base,
+        }));
+        for &i in &self.idx {
+            self.keys.push((client.db, first + i));
+        }
+        self.cmds.push((entry, first, self.spans.len()));
+        true
+    }
+
+    /// Runs the pending commands as one transaction and appends their
+    /// replies to `out`, in order.
+    pub fn flush(&mut self, server: &Server, client: &mut Client, buf: &[u8], out: &mut Vec<u8>) {
+        match self.cmds.len() {
+            0 => return,
+            1 => {
+                let (_, a, b) = self.cmds[0];
+                dispatch::execute(server, client, Args::new(buf, &self.spans[a..b]), out);
+            }
+            _ => self.run_group(server, client, buf, out),
+        }
+        self.cmds.clear();
+        self.spans.clear();
+        self.keys.clear();
+    }
+
+    fn run_group(&mut self, server: &Server, client: &mut Client, buf: &[u8], out: &mut Vec<u8>) {
+        let keys: Vec<(u16, &[u8])> = self
+            .keys
+            .iter()
+            .map(|&(db, i)| (db, &buf[self.spans[i].range()]))
+            .collect();
+        let mut txn = server.store.begin(&keys);
+        let mut any_write = false;
+        self.replies.clear();
+        for &(entry, a, b) in &self.cmds {
+            let args = Args::new(buf, &self.spans[a..b]);
+            any_write |= entry.spec.has(Flag::Write);
+            let start = Instant::now();
+            let r = dispatch::call(server, client, entry, args, Some(&mut txn));
+            dispatch::account(server, client, entry, &args, start, r.is_err());
+            self.replies.push(r.unwrap_or_else(Reply::Error));
+        }
+        if let Err(e) = dispatch::commit(server, txn, any_write) {
+            // Nothing was applied: every command of the group reports it.
+            for r in &mut self.replies {
+                *r = Reply::Error(e.clone());
+            }
+        }
+        for r in &self.replies {
+            dispatch::encode(server, client, r, out);
+        }
+        self.replies.clear();
+    }
+}
