@@ -209,6 +209,12 @@ fn range(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
     let max = max_reply_bytes(ctx);
     let cap = usize::try_from(max / 4).unwrap_or(usize::MAX - 1);
     let db = ctx.db;
+    // Refuse before collecting anything when even the smallest encoding
+    // (4 bytes per value) would pass the ceiling.
+    let n = ctx.txn()?.tr_count_range(db, key, start, end)?;
+    if n.saturating_mul(4) > max {
+        return Err(CommandError::OutOfRange);
+    }
     let Some(vals) = ctx.txn()?.tr_range(db, key, start, end, cap)? else {
         return Ok(Reply::Array(Vec::new()));
     };
