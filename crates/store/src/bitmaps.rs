@@ -1358,4 +1358,108 @@ mod tests {
         let (c, v) = t.tr_scan(0, b"b", 2, 2).unwrap().unwrap();
         assert_eq!((c, v), (70_005, vec![65_535, 65_536]));
     }
+
+    fn brute_bitpos(s: &BTreeSet<u32>, value: bool, count: i64) -> i64 {
+        let n = count.unsigned_abs();
+        let max = s.last().copied();
+        let mut k = 0;
+        if count > 0 {
+            let mut v: u64 = 0;
+            while v <= u64::from(u32::MAX) {
+                if s.contains(&(v as u32)) == value {
+                    k += 1;
+                    if k == n {
+                        return v as i64;
+                    }
+                }
+                if value && Some(v as u32) >= max {
+                    return -1;
+                }
+                v += 1;
+            }
+            -1
+        } else {
+            let Some(max) = max else { return -1 };
+            let mut v = i64::from(max);
+            while v >= 0 {
+                if s.contains(&(v as u32)) == value {
+                    k += 1;
+                    if k == n {
+                        return v;
+                    }
+                }
+                v -= 1;
+            }
+            -1
+        }
+    }
+
+    #[test]
+    fn bitpos_matches_brute_force_across_blocks_and_gaps() {
+        let st = store();
+        let mut t = st.begin(&[]);
+        let mut model = BTreeSet::new();
+        // Blocks 0, 2 and 5 populated (1, 3, 4 absent), one dense run.
+        for v in [0u32, 1, 2, 7, 65_535] {
+            model.insert(v);
+        }
+        for v in 131_072..131_172 {
+            model.insert(v);
+        }
+        model.insert(5 * 65_536 + 9);
+        let vals: Vec<u32> = model.iter().copied().collect();
+        t.tr_setbits(0, b"p", &vals).unwrap();
+        for value in [false, true] {
+            for count in (-300..=300)
+                .step_by(23)
+                .chain([1, -1, 65_530, 65_540, 200_000, -200_000, -65_540])
+            {
+                if count == 0 {
+                    continue;
+                }
+                assert_eq!(
+                    t.tr_bitpos(0, b"p", value, count).unwrap(),
+                    brute_bitpos(&model, value, count),
+                    "value {value} count {count}"
+                );
+            }
+        }
+        // An empty (existing) bitmap: every bit is clear upward, none downward.
+        t.tr_setbits(0, b"e", &[3]).unwrap();
+        t.tr_clearbits(0, b"e", &[3]).unwrap();
+        assert_eq!(t.tr_summary(0, b"e").unwrap().unwrap().card, 0);
+        assert_eq!(t.tr_bitpos(0, b"e", false, 5).unwrap(), 4);
+        assert_eq!(t.tr_bitpos(0, b"e", false, -1).unwrap(), -1);
+        assert_eq!(t.tr_bitpos(0, b"e", true, 1).unwrap(), -1);
+        assert_eq!(t.tr_bitpos(0, b"missing", false, 1).unwrap(), -1);
+    }
+
+    #[test]
+    fn corrupt_container_bytes_are_an_error_not_a_panic() {
+        let st = store();
+        let mut t = st.begin(&[]);
+        t.tr_setbits(0, b"c", &[1, 2, 70_000]).unwrap();
+        let version = t.meta(0, b"c").unwrap().unwrap().version;
+        t.data_put(
+            0,
+            b"c",
+            version,
+            &0u16.to_be_bytes(),
+            vec![0x10, 9, 0, 0, 1],
+        );
+        assert!(matches!(
+            t.tr_getbit(0, b"c", 1),
+            Err(StoreError::Corrupt(_))
+        ));
+        assert!(matches!(
+            t.tr_range(0, b"c", 0, 10, 100),
+            Err(StoreError::Corrupt(_))
+        ));
+        assert!(matches!(
+            t.tr_bitopcard(0, BitOp::Or, &[b"c", b"c"]),
+            Err(StoreError::Corrupt(_))
+        ));
+        t.data_put(0, b"c", version, b"xyz", vec![]);
+        assert!(t.tr_load(0, b"c").is_err());
+    }
 }
