@@ -18,6 +18,18 @@ pub fn sync_mode(a: Appendfsync) -> roaringd_store::SyncMode {
 /// Runs the server with command-line `args` (without the program name).
 /// Returns the process exit code.
 pub fn main_with_args(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!(
+            "Usage: roaringd [/path/to/roaringd.conf] [--<directive> <value> ...]\n\n\
+             Directives (also valid one per line in the config file, redis.conf syntax):\n  \
+             port bind dir requirepass appendfsync maxclients databases loglevel logfile\n  \
+             proto-max-bulk-len client-query-buffer-limit slowlog-log-slower-than\n  \
+             slowlog-max-len timeout hz maxmemory cache-bytes io-threads pidfile\n\n\
+             Examples:\n  roaringd --port 6380 --dir /var/lib/roaringd\n  \
+             roaringd /etc/roaringd.conf --loglevel verbose"
+        );
+        return 0;
+    }
     if args.iter().any(|a| a == "-v" || a == "--version") {
         println!("roaringd v={}", env!("CARGO_PKG_VERSION"));
         return 0;

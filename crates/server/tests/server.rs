@@ -302,3 +302,25 @@ fn query_buffer_limit_closes_the_client() {
     assert!(closed || roaringd_testkit::is_closed(&mut sock));
     assert_eq!(c.call(&["PING"]).unwrap(), Frame::Simple(b"PONG".to_vec()));
 }
+
+#[test]
+fn appendfsync_always_writes_work_alone_pipelined_and_in_exec() {
+    let s = TestServer::start_with(bin(), &["--appendfsync", "always"]);
+    let mut c = s.client();
+    assert_eq!(c.call(&["SET", "a", "1"]).unwrap(), ok());
+    let mut sock = s.socket();
+    let want: &[u8] = b":2\r\n:3\r\n$1\r\n3\r\n";
+    let got = roaringd_testkit::exchange(
+        &mut sock,
+        b"INCR a\r\n*2\r\n$4\r\nINCR\r\n$1\r\na\r\n*2\r\n$3\r\nGET\r\n$1\r\na\r\n",
+        want.len(),
+    );
+    assert_eq!(got, want);
+    assert_eq!(c.call(&["MULTI"]).unwrap(), ok());
+    c.call(&["INCR", "a"]).unwrap();
+    c.call(&["INCR", "a"]).unwrap();
+    assert_eq!(
+        c.call(&["EXEC"]).unwrap(),
+        Frame::Array(vec![Frame::Integer(4), Frame::Integer(5)])
+    );
+}

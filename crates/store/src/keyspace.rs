@@ -43,6 +43,16 @@ impl Txn {
         Ok(self.meta(db, key)?.map(|m| m.kind()))
     }
 
+    /// The key's kind without counting a keyspace hit / miss (for commands
+    /// that check the type before parsing further and look the key up
+    /// again).
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`.
+    pub fn kind_of(&mut self, db: u16, key: &[u8]) -> Result<Option<Kind>> {
+        Ok(self.live_meta(db, key)?.map(|m| m.kind()))
+    }
+
     /// EXISTS for one key.
     ///
     /// # Errors

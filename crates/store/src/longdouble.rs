@@ -4,15 +4,19 @@
 //! nearest-even, and `printf("%.17Lf")` followed by Redis's trimming
 //! (`ld2string(..., LD_STR_HUMAN)`). All steps are exact big-integer
 //! arithmetic, so results match Redis byte for byte (e.g. `1000 + 0.1` →
-//! `1000.09999999999999998`). Inputs beyond the supported exponent range
-//! return `None` and the caller falls back to `f64`.
+//! `1000.09999999999999998`), over the whole `long double` range: values
+//! that overflow it (`1e4933`) or underflow to zero (`1e-5000`) are
+//! rejected as `strtold` + `string2ld` do. Subnormal results keep 64 bits of
+//! precision (x87 would round them coarser) — an accepted edge.
 
 use std::cmp::Ordering;
 
-/// Largest decimal exponent magnitude handled exactly.
-const MAX_DEC_EXP: i64 = 400;
-/// Most significant decimal digits handled exactly.
-const MAX_DIGITS: usize = 200;
+/// Longest text `string2ld` accepts (`MAX_LONG_DOUBLE_CHARS`).
+const MAX_TEXT: usize = 5 * 1024;
+/// Binary exponent range of x87 extended: values are below `2^MAX_EXP2`
+/// and at least `2^MIN_EXP2` (the smallest subnormal).
+const MAX_EXP2: i64 = 16384;
+const MIN_EXP2: i64 = -16445;
 
 /// Unsigned big integer, little-endian 64-bit limbs, no leading zero limbs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -185,22 +189,46 @@ impl Big {
         b
     }
 
-    /// Quotient and remainder (bitwise long division; operands are small).
+    /// Quotient and remainder (bitwise long division, in place).
     fn divmod(&self, d: &Big) -> (Big, Big) {
-        let mut q = Big(Vec::new());
-        let mut r = Big(Vec::new());
-        for i in (0..self.bitlen()).rev() {
-            r = r.shl(1);
-            if self.bit(i) {
-                r.add_small(1);
-            }
-            q = q.shl(1);
+        let n = self.bitlen();
+        let mut q = vec![0u64; self.0.len()];
+        let mut r = Big(Vec::with_capacity(d.0.len() + 1));
+        for i in (0..n).rev() {
+            r.shl1_in_place(self.bit(i));
             if r.cmp_big(d) != Ordering::Less {
-                r = r.sub(d);
-                q.add_small(1);
+                r.sub_in_place(d);
+                q[(i / 64) as usize] |= 1 << (i % 64);
             }
         }
+        let mut q = Big(q);
+        q.trim();
         (q, r)
+    }
+
+    fn shl1_in_place(&mut self, low: bool) {
+        let mut carry = u64::from(low);
+        for l in &mut self.0 {
+            let next = *l >> 63;
+            *l = (*l << 1) | carry;
+            carry = next;
+        }
+        if carry != 0 {
+            self.0.push(carry);
+        }
+    }
+
+    /// `self -= o`, requires `self >= o`.
+    fn sub_in_place(&mut self, o: &Big) {
+        let mut borrow = false;
+        for (i, l) in self.0.iter_mut().enumerate() {
+            let rhs = o.0.get(i).copied().unwrap_or(0);
+            let (v1, b1) = l.overflowing_sub(rhs);
+            let (v2, b2) = v1.overflowing_sub(u64::from(borrow));
+            *l = v2;
+            borrow = b1 || b2;
+        }
+        self.trim();
     }
 
     fn divmod_small(&mut self, d: u64) -> u64 {
@@ -294,6 +322,19 @@ impl Ext {
         Ext { neg, mant, exp: e }
     }
 
+    /// `Some(self)` when representable in `long double`: below `2^16384`
+    /// and not underflowing to zero (at least half the smallest subnormal).
+    fn in_range(self) -> Option<Ext> {
+        if self.mant == 0 {
+            return Some(self);
+        }
+        let top = self.exp + 64; // |value| < 2^top
+        if top > MAX_EXP2 || top <= MIN_EXP2 {
+            return None;
+        }
+        Some(self)
+    }
+
     /// `self + o`, rounded to nearest-even.
     #[must_use]
     pub fn sum(self, o: Ext) -> Ext {
@@ -374,13 +415,16 @@ impl Ext {
     }
 }
 
-/// Parses like `strtold` over the whole text: optional sign, decimal digits
-/// with an optional dot and exponent, `inf`/`infinity`, or a hexadecimal
-/// integer (`0x1f`). `None` for text `strtold` would reject (spaces,
-/// trailing garbage, NaN) and for values outside the exactly supported
-/// range (the caller then uses `f64`).
+/// Parses like Redis's `string2ld` (`strtold` over the whole text):
+/// optional sign, decimal digits with an optional dot and exponent,
+/// `inf`/`infinity`, or a hexadecimal integer (`0x1f`). `None` for text it
+/// rejects: empty or 5 KiB and longer, spaces, trailing garbage, NaN, and
+/// values that overflow `long double` or underflow to zero.
 #[must_use]
 pub fn parse(text: &[u8]) -> Option<Parsed> {
+    if text.len() >= MAX_TEXT {
+        return None;
+    }
     let (neg, body) = match text.first()? {
         b'-' => (true, &text[1..]),
         b'+' => (false, &text[1..]),
@@ -395,11 +439,11 @@ pub fn parse(text: &[u8]) -> Option<Parsed> {
             let d = (c as char).to_digit(16)?;
             n.mul_small(16);
             n.add_small(u64::from(d));
-            if n.bitlen() > 4096 {
+            if n.bitlen() > MAX_EXP2 as u64 + 1 {
                 return None;
             }
         }
-        return Some(Parsed::Finite(Ext::round(neg, &n, 0)));
+        return Ext::round(neg, &n, 0).in_range().map(Parsed::Finite);
     }
     let mut digits = Big(Vec::new());
     let mut ndigits = 0usize;
@@ -413,9 +457,6 @@ pub fn parse(text: &[u8]) -> Option<Parsed> {
                 any_digit = true;
                 if ndigits > 0 || c != b'0' {
                     ndigits += 1;
-                    if ndigits > MAX_DIGITS {
-                        return None;
-                    }
                 }
                 digits.mul_small(10);
                 digits.add_small(u64::from(c - b'0'));
@@ -466,7 +507,10 @@ pub fn parse(text: &[u8]) -> Option<Parsed> {
         return Some(Parsed::Finite(Ext { neg, ..Ext::ZERO }));
     }
     let e = exp10.checked_sub(frac_digits)?;
-    if e.abs() > MAX_DEC_EXP {
+    // 10^(e + ndigits - 1) <= |value| < 10^(e + ndigits): decide the
+    // hopeless cases before any big arithmetic.
+    let magnitude = e.saturating_add(ndigits as i64);
+    if !(-4951..=4934).contains(&magnitude) {
         return None;
     }
     if e >= 0 {
@@ -474,7 +518,7 @@ pub fn parse(text: &[u8]) -> Option<Parsed> {
         for _ in 0..e {
             n.mul_small(10);
         }
-        return Some(Parsed::Finite(Ext::round(neg, &n, 0)));
+        return Ext::round(neg, &n, 0).in_range().map(Parsed::Finite);
     }
     let p = Big::pow10(e.unsigned_abs());
     let k = (p.bitlen() + 66).saturating_sub(digits.bitlen());
@@ -484,19 +528,42 @@ pub fn parse(text: &[u8]) -> Option<Parsed> {
     if !r.is_zero() {
         q2.add_small(1);
     }
-    Some(Parsed::Finite(Ext::round(neg, &q2, -(k as i64) - 1)))
+    Ext::round(neg, &q2, -(k as i64) - 1)
+        .in_range()
+        .map(Parsed::Finite)
+}
+
+/// Which operand of [`add_text`] is not a valid `long double`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadOperand {
+    /// The current value.
+    Current,
+    /// The increment.
+    Increment,
 }
 
 /// INCRBYFLOAT on text: `current + incr` in `long double`, formatted as
-/// Redis stores it. `Ok(None)` when the result is NaN or infinite; `Err(())`
-/// when a value falls outside the exact range (use `f64` instead).
-#[allow(clippy::result_unit_err)]
-pub fn add_text(current: &[u8], incr: &[u8]) -> Result<Option<Vec<u8>>, ()> {
-    let a = parse(current).ok_or(())?;
-    let b = parse(incr).ok_or(())?;
+/// Redis stores it. `Ok(None)` when the result is NaN or infinite
+/// (an infinite operand, or an overflowing sum).
+///
+/// # Errors
+/// The operand that `string2ld` rejects.
+pub fn add_text(current: &[u8], incr: &[u8]) -> Result<Option<Vec<u8>>, BadOperand> {
+    let a = parse(current).ok_or(BadOperand::Current)?;
+    let b = parse(incr).ok_or(BadOperand::Increment)?;
     match (a, b) {
-        (Parsed::Finite(x), Parsed::Finite(y)) => Ok(Some(x.sum(y).format_human())),
+        (Parsed::Finite(x), Parsed::Finite(y)) => {
+            Ok(x.sum(y).in_range_above().map(Ext::format_human))
+        }
         _ => Ok(None),
+    }
+}
+
+impl Ext {
+    /// `Some(self)` unless it overflows `long double` (a sum that
+    /// underflows is kept: it prints as `0`).
+    fn in_range_above(self) -> Option<Ext> {
+        (self.mant == 0 || self.exp + 64 <= MAX_EXP2).then_some(self)
     }
 }
 
@@ -506,6 +573,23 @@ mod tests {
 
     fn add(a: &str, b: &str) -> String {
         String::from_utf8(add_text(a.as_bytes(), b.as_bytes()).unwrap().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn long_double_range_matches_redis() {
+        // Observed from redis-server 7.0.15.
+        let big = add("0", "1e308");
+        assert!(big.starts_with("99999999999999999996685879655845645660560099847415567207797047994921734868838061872100126921888539320446747225054013223152134749593960583597420814430196418767959100019603190778663109604507106667939153395788938914560543563061268364901618630217086589253444881623791300855757318142424510452728255046343928578048"));
+        assert!(add(&big, "1e308")
+            .starts_with("199999999999999999993371759311691291321120199694831134415594"));
+        assert!(add("0", "3e400").starts_with("2999999999999999999957514251636126551520"));
+        assert_eq!(add("3e400", "-3e400"), "0");
+        assert!(add("0", "1e4932").starts_with("100000000000000000000601894938"));
+        assert_eq!(add_text(b"1e4932", b"1e4932"), Ok(None));
+        assert_eq!(add_text(b"0", b"1e4933"), Err(BadOperand::Increment));
+        assert_eq!(add_text(b"0", b"1e5000"), Err(BadOperand::Increment));
+        assert_eq!(add_text(b"1e-5000", b"0"), Err(BadOperand::Current));
+        assert_eq!(add("0", "1e-4940"), "0");
     }
 
     #[test]
@@ -561,6 +645,7 @@ mod tests {
         assert_eq!(add_text(b"1", b"inf"), Ok(None));
         assert!(parse(b".5").is_some());
         assert!(parse(b"5.").is_some());
-        assert!(parse(b"1e500").is_none());
+        assert!(parse(b"1e500").is_some());
+        assert!(parse(&[b'1'; 5120]).is_none());
     }
 }

@@ -5,8 +5,8 @@
 //! 17 decimals, trailing zeros removed).
 //!
 //! Float increments go through [`crate::longdouble`] (exact `long double`
-//! emulation, as Redis computes them); [`format_float_human`] on `f64` is
-//! only the fallback for values outside its range.
+//! emulation, as Redis computes them); [`parse_f64`] and
+//! [`format_float_human`] are the `f64` forms for other callers.
 
 /// Parses a canonical signed 64-bit integer as Redis `string2ll` does.
 #[must_use]
@@ -128,19 +128,11 @@ pub enum FloatIncrError {
 /// # Errors
 /// Which operand is not a float, or a non-finite result.
 pub fn incr_float_text(current: &[u8], incr: &[u8]) -> Result<Vec<u8>, FloatIncrError> {
-    let cur = parse_f64(current).ok_or(FloatIncrError::Current)?;
-    let inc = parse_f64(incr).ok_or(FloatIncrError::Increment)?;
     match crate::longdouble::add_text(current, incr) {
         Ok(Some(text)) => Ok(text),
         Ok(None) => Err(FloatIncrError::NanOrInfinity),
-        Err(()) => {
-            let v = cur + inc;
-            if v.is_finite() {
-                Ok(format_float_human(v))
-            } else {
-                Err(FloatIncrError::NanOrInfinity)
-            }
-        }
+        Err(crate::longdouble::BadOperand::Current) => Err(FloatIncrError::Current),
+        Err(crate::longdouble::BadOperand::Increment) => Err(FloatIncrError::Increment),
     }
 }
 

@@ -6,20 +6,19 @@
 /// True when `v` is present.
 #[inline]
 pub fn contains(a: &[u16], v: u16) -> bool {
-    // Branch-light binary search: the arrays are small and hot.
-    let mut base = 0usize;
-    let mut len = a.len();
-    if len == 0 {
-        return false;
-    }
-    while len > 1 {
-        let half = len / 2;
-        if a[base + half] <= v {
-            base += half;
+    // Branchy bisection down to a short window, then a linear scan: lets the CPU
+    // run ahead on predicted paths instead of waiting on a chain of dependent loads.
+    let (mut lo, mut hi) = (0usize, a.len());
+    while hi - lo > 16 {
+        let mid = (lo + hi) / 2;
+        // Invariant: if present, v is in a[lo..hi].
+        if a[mid] < v {
+            lo = mid + 1;
+        } else {
+            hi = mid + 1;
         }
-        len -= half;
     }
-    a[base] == v
+    a[lo..hi].contains(&v)
 }
 
 /// Number of values ≤ `v`.
@@ -45,6 +44,14 @@ pub fn set_bits(a: &[u16], words: &mut [u64]) -> u32 {
         *w |= m;
     }
     added
+}
+
+/// Sets the bits of every value in `a` in `words`, without counting (n-way union).
+#[inline]
+pub fn set_bits_uncounted(a: &[u16], words: &mut [u64]) {
+    for &v in a {
+        words[(v >> 6) as usize] |= 1u64 << (v & 63);
+    }
 }
 
 /// Number of maximal runs of consecutive values.

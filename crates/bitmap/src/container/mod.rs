@@ -216,9 +216,7 @@ impl<'a> ContainerRef<'a> {
     /// ORs all values into `words`.
     pub(crate) fn set_bits_in(&self, words: &mut [u64]) {
         match *self {
-            ContainerRef::Array(a) => {
-                array::set_bits(a, words);
-            }
+            ContainerRef::Array(a) => array::set_bits_uncounted(a, words),
             ContainerRef::Run { runs, .. } => run::set_bits(runs, words),
             ContainerRef::Bitset { words: w, .. } => {
                 (crate::kernels::get().or_words_in_place)(words, w)

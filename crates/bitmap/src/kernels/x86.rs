@@ -369,6 +369,59 @@ fn and_array_array_len_sse(a: &[u16], b: &[u16]) -> usize {
     k + scalar::and_array_array_len(&a[i..], &b[j..])
 }
 
+/// Writes the lanes of `v` selected by the 8-bit `keep` mask to `out[k..]`; returns how many.
+#[inline]
+#[target_feature(enable = "avx2,popcnt")]
+fn emit_lanes(v: __m128i, keep: u32, out: &mut [u16], k: usize) -> usize {
+    let packed = _mm_shuffle_epi8(v, load_pack(keep));
+    let mut tmp = [0u16; 8];
+    // SAFETY: `tmp` is 16 writable bytes.
+    unsafe { _mm_storeu_si128(tmp.as_mut_ptr().cast(), packed) };
+    let n = keep.count_ones() as usize;
+    out[k..k + n].copy_from_slice(&tmp[..n]);
+    n
+}
+
+/// Sorted-array difference `a \ b`: the intersection's block walk, keeping for
+/// each block of `a` the lanes no overlapping block of `b` matched. A block of
+/// `a` is final once a block of `b` reaches its last value; the unaligned
+/// tails finish in scalar code.
+#[target_feature(enable = "avx2,popcnt")]
+fn andnot_array_array_sse(a: &[u16], b: &[u16], out: &mut [u16]) -> usize {
+    let (na, nb) = (a.len(), b.len());
+    if na < 8 || nb < 8 || scalar::skewed(a, b) {
+        return scalar::andnot_array_array(a, b, out);
+    }
+    let (st, bt) = (na & !7, nb & !7);
+    let (mut i, mut j, mut k) = (0, 0, 0);
+    let mut va = load8(a, 0);
+    let mut vb = load8(b, 0);
+    let mut matched = 0u32;
+    loop {
+        matched |= match_mask(va, vb);
+        let (amax, bmax) = (a[i + 7], b[j + 7]);
+        if amax <= bmax {
+            k += emit_lanes(va, !matched & 0xFF, out, k);
+            matched = 0;
+            i += 8;
+            if i == st {
+                return k + scalar::andnot_array_array(&a[st..], &b[j..], &mut out[k..]);
+            }
+            va = load8(a, i);
+        }
+        if bmax <= amax {
+            j += 8;
+            if j == bt {
+                let mut rest = [0u16; 8];
+                let n = emit_lanes(va, !matched & 0xFF, &mut rest, 0);
+                k += scalar::andnot_array_array(&rest[..n], &b[bt..], &mut out[k..]);
+                return k + scalar::andnot_array_array(&a[i + 8..], &b[bt..], &mut out[k..]);
+            }
+            vb = load8(b, j);
+        }
+    }
+}
+
 /// Merges two sorted 8-lane vectors: returns (8 smallest, 8 largest), each sorted.
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -501,6 +554,7 @@ wrap!(or_words_avx2_w, or_words_avx2, (a: &mut [u64], b: &[u64]) -> ());
 wrap!(popcount_avx2_w, popcount_avx2, (w: &[u64]) -> u64);
 wrap!(and_arr_w, and_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
 wrap!(and_arr_len_w, and_array_array_len_sse, (a: &[u16], b: &[u16]) -> usize);
+wrap!(andnot_arr_w, andnot_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
 wrap!(or_arr_w, or_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
 wrap!(and_avx512, binop_avx512::<AND>, (a: &Words, b: &Words, o: &mut Words) -> u32);
 wrap!(or_avx512, binop_avx512::<OR>, (a: &Words, b: &Words, o: &mut Words) -> u32);
@@ -520,7 +574,7 @@ pub static AVX2: Kernels = Kernels {
     and_array_array_len: and_arr_len_w,
     or_array_array: or_arr_w,
     xor_array_array: scalar::xor_array_array,
-    andnot_array_array: scalar::andnot_array_array,
+    andnot_array_array: andnot_arr_w,
     and_bitset_bitset: and_avx2,
     or_bitset_bitset: or_avx2,
     xor_bitset_bitset: xor_avx2,
@@ -542,7 +596,7 @@ pub static AVX512: Kernels = Kernels {
     and_array_array_len: and_arr_len_w,
     or_array_array: or_arr_w,
     xor_array_array: scalar::xor_array_array,
-    andnot_array_array: scalar::andnot_array_array,
+    andnot_array_array: andnot_arr_w,
     and_bitset_bitset: and_avx512,
     or_bitset_bitset: or_avx512,
     xor_bitset_bitset: xor_avx512,

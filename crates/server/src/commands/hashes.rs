@@ -3,10 +3,11 @@
 //! replies follow Redis 7.0 (RESP3 maps where Redis sends them).
 
 use roaringd_resp::{Args, Protocol};
-use roaringd_store::number::parse_f64;
+use roaringd_store::longdouble;
+use roaringd_store::Kind;
 
 use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
-use crate::commands::keyspace::{parse_cursor, parse_scan_opts, scan_reply};
+use crate::commands::keyspace::{scan_key_prologue, scan_reply};
 use crate::commands::sets::parse_rand_count;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
@@ -187,9 +188,12 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, Command
     let key = args.next_bytes()?;
     let field = args.next_bytes()?;
     let incr = args.next_bytes()?;
-    let delta = parse_f64(incr).ok_or(CommandError::NotFloat)?;
-    if !delta.is_finite() {
-        return Err(CommandError::err("value is NaN or Infinity"));
+    match longdouble::parse(incr) {
+        None => return Err(CommandError::NotFloat),
+        Some(longdouble::Parsed::Inf(_)) => {
+            return Err(CommandError::err("value is NaN or Infinity"))
+        }
+        Some(longdouble::Parsed::Finite(_)) => {}
     }
     let db = ctx.db;
     Ok(Reply::Bulk(ctx.txn()?.hincrbyfloat(db, key, field, incr)?))
@@ -203,9 +207,10 @@ fn hstrlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError
 }
 
 fn hscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
-    let key = args.next_bytes()?;
-    let cursor = parse_cursor(args.next_bytes()?)?;
-    let o = parse_scan_opts(args, false)?;
+    let (key, cursor, o) = match scan_key_prologue(ctx, args, Kind::Hash)? {
+        Ok(parts) => parts,
+        Err(empty) => return Ok(empty),
+    };
     let db = ctx.db;
     let (next, pairs) = ctx.txn()?.hscan(db, key, cursor, o.pattern, o.count)?;
     let mut items = Vec::with_capacity(pairs.len() * 2);

@@ -335,6 +335,8 @@ fn keys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
 /// `ERR invalid cursor`.
 pub(crate) fn parse_cursor(raw: &[u8]) -> Result<u64, CommandError> {
     let invalid = || CommandError::Store(StoreError::InvalidCursor);
+    // `strtoul` sees a C string: it ends at the first NUL byte.
+    let raw = raw.split(|&b| b == 0).next().unwrap_or(raw);
     if raw.first().is_some_and(u8::is_ascii_whitespace) {
         return Err(invalid());
     }
@@ -400,6 +402,29 @@ pub(crate) fn parse_scan_opts<'a>(
         }
     }
     Ok(o)
+}
+
+/// An SSCAN / HSCAN request past its checks: key, cursor, options.
+pub(crate) type ScanStart<'a> = (&'a [u8], u64, ScanOpts<'a>);
+
+/// The first steps of SSCAN / HSCAN in Redis's order: the cursor, then the
+/// key (absent → the empty scan reply `Some`, wrong type → WRONGTYPE), and
+/// only then the options.
+pub(crate) fn scan_key_prologue<'a>(
+    ctx: &mut Ctx<'_>,
+    args: &mut Args<'a>,
+    kind: Kind,
+) -> Result<Result<ScanStart<'a>, Reply>, CommandError> {
+    let key = args.next_bytes()?;
+    let cursor = parse_cursor(args.next_bytes()?)?;
+    let db = ctx.db;
+    match ctx.txn()?.kind_of(db, key)? {
+        None => return Ok(Err(scan_reply(0, Vec::new()))),
+        Some(k) if k != kind => return Err(StoreError::WrongType.into()),
+        Some(_) => {}
+    }
+    let o = parse_scan_opts(args, false)?;
+    Ok(Ok((key, cursor, o)))
 }
 
 /// The reply of every SCAN-family command: `[cursor, [items]]`.
@@ -553,5 +578,8 @@ mod tests {
         assert!(parse_cursor(b" 1").is_err());
         assert!(parse_cursor(b"1x").is_err());
         assert!(parse_cursor(b"99999999999999999999999").is_err());
+        assert_eq!(parse_cursor(b"").unwrap(), 0);
+        assert_eq!(parse_cursor(b"\x00").unwrap(), 0);
+        assert_eq!(parse_cursor(b"12\x00zz").unwrap(), 12);
     }
 }

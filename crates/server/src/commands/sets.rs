@@ -5,9 +5,10 @@
 
 use roaringd_resp::Args;
 use roaringd_store::sets::SetOp;
+use roaringd_store::Kind;
 
 use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc};
-use crate::commands::keyspace::{parse_cursor, parse_scan_opts, scan_reply};
+use crate::commands::keyspace::{scan_key_prologue, scan_reply};
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
@@ -140,9 +141,10 @@ fn smembers(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandErro
 }
 
 fn sscan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
-    let key = args.next_bytes()?;
-    let cursor = parse_cursor(args.next_bytes()?)?;
-    let o = parse_scan_opts(args, false)?;
+    let (key, cursor, o) = match scan_key_prologue(ctx, args, Kind::Set)? {
+        Ok(parts) => parts,
+        Err(empty) => return Ok(empty),
+    };
     let db = ctx.db;
     let (next, members) = ctx.txn()?.sscan(db, key, cursor, o.pattern, o.count)?;
     Ok(scan_reply(
