@@ -19,11 +19,16 @@ use crate::error::CommandError;
 /// # Errors
 /// `NotU32`.
 pub fn u32_of(b: &[u8]) -> Result<u32, CommandError> {
-    if b.is_empty() || b.len() > 10 || !b.iter().all(u8::is_ascii_digit) {
+    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
+        return Err(CommandError::NotU32);
+    }
+    // Leading zeros are fine (`000123`, as load generators pad numbers).
+    let digits = &b[b.iter().position(|&c| c != b'0').unwrap_or(b.len())..];
+    if digits.len() > 10 {
         return Err(CommandError::NotU32);
     }
     let mut v = 0u64;
-    for &c in b {
+    for &c in digits {
         v = v * 10 + u64::from(c - b'0');
     }
     u32::try_from(v).map_err(|_| CommandError::NotU32)
@@ -113,5 +118,29 @@ pub fn check_reply(ctx: &Ctx<'_>, bytes: u64) -> Result<(), CommandError> {
         Err(CommandError::OutOfRange)
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn u32_of_accepts_the_domain_and_padding_and_rejects_the_rest() {
+        assert_eq!(u32_of(b"0"), Ok(0));
+        assert_eq!(u32_of(b"4294967295"), Ok(u32::MAX));
+        assert_eq!(u32_of(b"000000001234"), Ok(1234));
+        assert_eq!(u32_of(b"0000"), Ok(0));
+        for bad in [
+            &b""[..],
+            b"4294967296",
+            b"-1",
+            b"+1",
+            b" 1",
+            b"1x",
+            b"99999999999",
+        ] {
+            assert_eq!(u32_of(bad), Err(CommandError::NotU32), "{bad:?}");
+        }
     }
 }
