@@ -241,6 +241,16 @@ fn reply_ceiling_refuses_large_replies() {
         err(OUT_OF_RANGE)
     );
     assert_eq!(call(&mut c, &["TR.EXPORT", "full"]), err(OUT_OF_RANGE));
+    // Missing keys keep their fixed replies whatever the size asked for.
+    assert_eq!(
+        call(&mut c, &["TR.RANGEBITARRAY", "nosuch", "0", "4294967295"]),
+        Frame::NullBulk
+    );
+    assert_eq!(
+        call(&mut c, &["TR.RANGE", "nosuch", "0", "4294967295"]),
+        Frame::Array(vec![])
+    );
+    assert_eq!(call(&mut c, &["TR.EXPORT", "nosuch"]), Frame::NullBulk);
     assert_eq!(call(&mut c, &["DEL", "full"]), int(1));
 }
 

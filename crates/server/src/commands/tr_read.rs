@@ -117,8 +117,12 @@ fn get_bit(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError
 fn get_bits(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let key = args.next_bytes()?;
     let offs = rest_u32(args)?;
-    check_reply(ctx, offs.len() as u64 * 4)?;
     let db = ctx.db;
+    // A missing key answers an empty array whatever the request's size.
+    if ctx.txn()?.tr_summary(db, key)?.is_none() {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    check_reply(ctx, offs.len() as u64 * 4)?;
     Ok(match ctx.txn()?.tr_getbits(db, key, &offs)? {
         Some(bits) => int_array(bits.into_iter().map(i64::from)),
         None => Reply::Array(Vec::new()),
@@ -231,8 +235,12 @@ fn range(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
 fn range_bit_array(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let key = args.next_bytes()?;
     let (start, end) = next_range(args)?;
-    check_reply(ctx, u64::from(end) - u64::from(start) + 1 + 16)?;
     let db = ctx.db;
+    // A missing key answers nil whatever the width.
+    if ctx.txn()?.tr_summary(db, key)?.is_none() {
+        return Ok(Reply::Null);
+    }
+    check_reply(ctx, u64::from(end) - u64::from(start) + 1 + 16)?;
     Ok(Reply::bulk_or_null(
         ctx.txn()?.tr_range_bits(db, key, start, end)?,
     ))
