@@ -266,3 +266,46 @@ impl Len for Frame {
         }
     }
 }
+
+#[test]
+fn concurrent_writers_keep_the_summary_exact() {
+    let s = TestServer::start_with(bin(), &[]);
+    let threads: Vec<_> = (0..4u32)
+        .map(|t| {
+            let mut c = s.client();
+            std::thread::spawn(move || {
+                for i in 0..1500u32 {
+                    // Interleaved offsets: every writer touches every container.
+                    let off = (i * 4 + t) * 37;
+                    assert_eq!(
+                        c.call(&["TR.SETBIT", "hot", &off.to_string(), "1"])
+                            .unwrap(),
+                        Frame::Integer(0)
+                    );
+                    if i % 3 == 0 {
+                        c.call(&["TR.SETBIT", "hot", &off.to_string(), "0"])
+                            .unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut c = s.client();
+    let want = 4 * (1500 - 500);
+    assert_eq!(call(&mut c, &["TR.BITCOUNT", "hot"]), int(want));
+    match call(&mut c, &["TR.RANGE", "hot", "0", "4294967295"]) {
+        Frame::Array(v) => assert_eq!(v.len() as i64, want),
+        f => panic!("{f:?}"),
+    }
+    let Frame::Bulk(stat) = call(&mut c, &["TR.STAT", "hot"]) else {
+        panic!()
+    };
+    let text = String::from_utf8(stat).unwrap();
+    assert!(
+        text.starts_with(&format!("cardinality: {want}\r\n")),
+        "{text}"
+    );
+}
