@@ -60,7 +60,9 @@ class Pair:
         if key == "MULTI" and want == Status(b"OK"):
             self.queued = []
         elif self.queued is not None:
-            if key in ("EXEC", "DISCARD"):
+            if key == "EXEC" or (key == "DISCARD" and want == Status(b"OK")):
+                # EXEC always ends the transaction (EXECABORT included); a DISCARD
+                # with wrong arity does not
                 queued, self.queued = self.queued, None
             elif want == Status(b"QUEUED"):
                 self.queued.append(cmd)

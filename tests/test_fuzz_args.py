@@ -111,3 +111,14 @@ def _seeds():
 @pytest.mark.parametrize("seed", _seeds(), ids=lambda s: f"seed{s}")
 def test_fuzz_arguments(pair, seed):
     run_fuzz(pair, seed, 600)
+
+
+@pytest.mark.parametrize("seed", _seeds(), ids=lambda s: f"seed{s}")
+def test_fuzz_arguments_resp3(servers, seed):
+    from diff import Pair
+    servers.reset()
+    p = Pair(servers.roaringd, servers.redis, protocol=3)
+    try:
+        run_fuzz(p, seed + 7000, 400)
+    finally:
+        p.close()

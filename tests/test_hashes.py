@@ -43,6 +43,8 @@ SCENARIOS = {
                     "HGET h f699", "HGETALL h", "HDEL h f0 f1 f2", "HLEN h", "HKEYS h"],
     "hscan_check_order": ["SET str v", "HSET h f v", "HSCAN nokey 0 FOO", "HSCAN str 0 FOO", "HSCAN nokey 0 COUNT 0",
                           "HSCAN str 0 COUNT x", "HSCAN nokey abc", "HSCAN h 0 FOO", ("HSCAN", "h", "", "COUNT", "100")],
+    "random_counts_extreme": ["HSET h a 1 b 2", "HRANDFIELD h -5000", "HRANDFIELD h -5000 WITHVALUES",
+                              "HRANDFIELD h -9223372036854775808", "HRANDFIELD h 9223372036854775807 WITHVALUES"],
     "wrong_arity": ["HSET", "HGET h", "HGET h f g", "HSETNX h f", "HMGET h", "HGETALL", "HDEL h", "HLEN",
                     "HEXISTS h", "HKEYS", "HVALS h x", "HINCRBY h f", "HINCRBYFLOAT h", "HSTRLEN h", "HSCAN h",
                     "HRANDFIELD"],

@@ -75,6 +75,8 @@ SCENARIOS = {
     "randomkey_empty": ["RANDOMKEY", "SET a 1", "RANDOMKEY", "DEL a", "RANDOMKEY"],
     "object_encoding": [populate, "OBJECT ENCODING str", "OBJECT ENCODING num", "OBJECT ENCODING set",
                         "OBJECT ENCODING hash", "OBJECT ENCODING nokey", "OBJECT ENCODING"],
+    "object_other": [populate, "OBJECT IDLETIME str", "OBJECT IDLETIME nokey", "OBJECT REFCOUNT str",
+                     "OBJECT REFCOUNT nokey", "OBJECT FREQ str", "OBJECT NOSUCH str", "OBJECT"],
     "memory_usage": [populate, "MEMORY USAGE str", "MEMORY USAGE set", "MEMORY USAGE hash",
                      "MEMORY USAGE nokey", "MEMORY USAGE str SAMPLES 5"],
     "expired_key_invisible": ["SET k v PX 50", "SADD s a", "PEXPIRE s 50", "HSET h f v", "PEXPIRE h 50",

@@ -360,3 +360,112 @@ def test_shutdown_needs_auth(fresh):
         assert c.call("SHUTDOWN").value.startswith(b"NOAUTH"), srv.kind
         c.close()
         assert srv.alive(), srv.kind
+
+
+def test_config_set_appendfsync_always_then_crash(roaringd_server):
+    """appendfsync switched to always at run time (CONFIG SET) takes effect:
+    writes acknowledged after the switch survive kill -9."""
+    srv = roaringd_server(["--appendfsync", "no"]).start()
+    c = srv.client()
+    assert c.call("CONFIG", "SET", "appendfsync", "always") == Status(b"OK")
+    assert c.call("CONFIG", "GET", "appendfsync") == [b"appendfsync", b"always"]
+    c.close()
+    writers = [Writer(srv.port, 100 + t) for t in range(2)]
+    for w in writers:
+        w.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(len(w.acked_sadd) >= 20 for w in writers):
+        if any(not w.is_alive() for w in writers):
+            break
+        time.sleep(0.05)
+    srv.kill()
+    for w in writers:
+        w.join(30)
+    srv.start()
+    c = srv.client()
+    verify_writers(c, writers)
+    c.close()
+
+
+class PipelineWriter(threading.Thread):
+    """Sends batches of pipelined writes (SET / SADD / HSET / INCR and a MULTI block);
+    records every write whose reply arrived."""
+
+    def __init__(self, port, tid):
+        super().__init__(daemon=True)
+        self.port, self.tid = port, tid
+        self.acked_set, self.acked_sadd, self.acked_hset = {}, set(), {}
+        self.acked_incr = self.sent_incr = 0
+        self.acked_tx = set()
+        self.error = None
+
+    def run(self):
+        from resp_client import encode_command
+        try:
+            c = RespClient(self.port, timeout=30)
+        except OSError as e:
+            self.error = e
+            return
+        t, i = self.tid, 0
+        try:
+            while True:
+                batch, kinds = [], []
+                for _ in range(20):
+                    i += 1
+                    k = i % 4
+                    if k == 0:
+                        batch.append(("SET", f"w{t}:s:{i}", f"v{i}")); kinds.append(("set", f"w{t}:s:{i}".encode(), f"v{i}".encode()))
+                    elif k == 1:
+                        batch.append(("SADD", f"w{t}:set", str(i))); kinds.append(("sadd", str(i).encode()))
+                    elif k == 2:
+                        batch.append(("HSET", f"w{t}:hash", f"f{i}", f"v{i}")); kinds.append(("hset", f"f{i}".encode(), f"v{i}".encode()))
+                    else:
+                        batch.append(("INCR", f"w{t}:ctr")); kinds.append(("incr",))
+                batch += [("MULTI",), ("SET", f"w{t}:txa:{i}", "1"), ("SET", f"w{t}:txb:{i}", "1"), ("EXEC",)]
+                self.sent_incr += sum(1 for k in kinds if k[0] == "incr")
+                c.send_raw(b"".join(encode_command(*x) for x in batch))
+                for kind in kinds:
+                    r = c.read_reply()
+                    if kind[0] == "set":
+                        assert r == Status(b"OK"), r
+                        self.acked_set[kind[1]] = kind[2]
+                    elif kind[0] == "sadd":
+                        assert r == 1, r
+                        self.acked_sadd.add(kind[1])
+                    elif kind[0] == "hset":
+                        assert r == 1, r
+                        self.acked_hset[kind[1]] = kind[2]
+                    else:
+                        assert isinstance(r, int), r
+                        self.acked_incr = r
+                replies = [c.read_reply() for _ in range(4)]
+                assert replies[3] == [Status(b"OK"), Status(b"OK")], replies
+                self.acked_tx.add(i)
+        except (ConnectionClosed, OSError, ValueError):
+            pass
+        except AssertionError as e:
+            self.error = e
+        finally:
+            c.close()
+
+
+def test_crash_under_pipelined_load(roaringd_server):
+    """kill -9 while clients pipeline writes (appendfsync always): every write whose
+    reply arrived survives; no MULTI block is half-applied."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    writers = [PipelineWriter(srv.port, 200 + t) for t in range(3)]
+    for w in writers:
+        w.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(len(w.acked_sadd) >= 100 for w in writers):
+        if any(not w.is_alive() for w in writers):
+            break
+        time.sleep(0.05)
+    srv.kill()
+    for w in writers:
+        w.join(30)
+    assert all(w.acked_sadd for w in writers), [w.error for w in writers]
+    srv.start()
+    c = srv.client()
+    verify_writers(c, writers)
+    c.close()

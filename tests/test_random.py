@@ -341,3 +341,35 @@ def test_random_sequence_resp3(servers, seed):
         run_random(p, seed + 1000, "mixed", 300)
     finally:
         p.close()
+
+
+def run_random_pipelined(pair, seed, n):
+    """The same generator, but commands go out in pipelined batches of random
+    size (one write per batch): exercises the server's pipeline path (all
+    complete requests executed before one write of all replies)."""
+    g = Gen(seed)
+    batch, steps = [], 0
+    try:
+        while steps < n:
+            cmd = g.mixed()
+            block = cmd[1] if cmd[0] == "BLOCK" else [cmd]
+            for c in block:
+                if c[0] in ("SHORT_EXPIRE", "SCANALL", "OTHER", "SELECT"):
+                    continue
+                batch.append(c)
+                steps += 1
+            if len(batch) >= g.r.randint(1, 60):
+                pair.pipeline(batch)
+                batch = []
+        if batch:
+            pair.pipeline(batch)
+        if pair.queued is not None:
+            pair("DISCARD")
+        compare_state(pair, seed, steps)
+    except AssertionError as e:
+        raise AssertionError(f"[random pipelined seed {seed}; rerun with ROARINGD_TEST_SEEDS={seed}]\n{e}") from None
+
+
+@pytest.mark.parametrize("seed", _seeds(), ids=lambda s: f"seed{s}")
+def test_random_pipelined(pair, seed):
+    run_random_pipelined(pair, seed + 2000, 500)

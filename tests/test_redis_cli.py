@@ -114,3 +114,20 @@ def test_cli_binary_values(servers):
     both_cli(servers, "SET", "bin", "\x01\x02\x7f")
     both_cli(servers, "--no-raw", "GET", "bin")
     both_cli(servers, "--raw", "GET", "bin")
+
+
+def test_redis_benchmark_runs(servers):
+    """redis-benchmark (a standard load generator) completes every test without errors."""
+    import shutil
+    bench = shutil.which("redis-benchmark") or "/usr/bin/redis-benchmark"
+    servers.reset()
+    for srv in (servers.roaringd, servers.redis):
+        p = subprocess.run([bench, "-h", "127.0.0.1", "-p", str(srv.port), "-n", "2000", "-c", "4", "-P", "4",
+                            "-t", "ping,set,get,incr,sadd,hset,spop,mset", "-q", "--csv"],
+                           capture_output=True, timeout=120)
+        out = p.stdout.decode(errors="replace")
+        assert p.returncode == 0, (srv.kind, out, p.stderr)
+        rows = [l for l in out.splitlines() if l.startswith('"') and not l.startswith('"test"')]
+        names = {r.split(",")[0].strip('"') for r in rows}
+        assert {"SET", "GET", "INCR", "SADD", "HSET", "SPOP"} <= names, (srv.kind, out)
+        assert "error" not in (out + p.stderr.decode(errors="replace")).lower(), (srv.kind, out, p.stderr)

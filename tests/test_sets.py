@@ -50,6 +50,10 @@ SCENARIOS = {
     "sscan_check_order": ["SET str v", "SADD s a", "SSCAN nokey 0 FOO", "SSCAN str 0 FOO", "SSCAN nokey 0 COUNT 0",
                           "SSCAN str 0 COUNT x", "SSCAN nokey abc", "SSCAN s 0 FOO", "SSCAN s '' COUNT 100",
                           ("SSCAN", "s", b"\x00", "COUNT", "100")],
+    # (no huge negative counts that Redis would really try to answer)
+    "random_counts_extreme": ["SADD s a b c", "SRANDMEMBER s -5000", "SRANDMEMBER s -9223372036854775808",
+                              "SRANDMEMBER s 9223372036854775807", "SPOP s 9223372036854775807", "EXISTS s",
+                              "SADD s a", "SPOP s -9223372036854775808"],
     "wrong_arity": ["SADD", "SADD s", "SREM s", "SCARD", "SMEMBERS", "SISMEMBER s", "SMOVE a b", "SINTER",
                     "SINTERSTORE d", "SDIFFSTORE", "SINTERCARD", "SINTERCARD 1", "SPOP", "SRANDMEMBER",
                     "SSCAN s", "SMISMEMBER s"],
@@ -122,3 +126,19 @@ def test_large_set_algebra(pair):
     pair.seq([("SINTER", "a", "b", "c"), ("SUNION", "a", "b", "c"), ("SDIFF", "a", "b", "c"),
               ("SINTERCARD", "3", "a", "b", "c"), ("SINTERCARD", "2", "a", "b", "LIMIT", "17"),
               ("SUNIONSTORE", "u", "a", "b", "c"), ("SCARD", "u"), ("SDIFFSTORE", "d", "c", "a"), ("SMEMBERS", "d")])
+
+
+def test_big_set(pair):
+    """50,000 members: SMEMBERS / SSCAN / set algebra / SRANDMEMBER agree with Redis."""
+    for side, c in pair.each():
+        c.pipeline([("SADD", "big", *[str(i) for i in range(j, j + 1000)]) for j in range(0, 50000, 1000)])
+        c.pipeline([("SADD", "odd", *[str(i) for i in range(j, j + 1000, 2)]) for j in range(1, 50000, 1000)])
+    pair("SCARD", "big")
+    pair("SMEMBERS", "big")
+    pair("SINTERCARD", "2", "big", "odd")
+    pair("SDIFFSTORE", "even", "big", "odd")
+    pair("SCARD", "even")
+    pair("SISMEMBER", "even", "49998")
+    pair.scan_all("SSCAN", "big", count=500)
+    pair("SRANDMEMBER", "big", "-20000")
+    pair("SRANDMEMBER", "big", "20000")

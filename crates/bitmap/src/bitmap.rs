@@ -414,6 +414,14 @@ impl Bitmap {
     ) -> Self {
         let mut out = Self::new();
         let (a, b) = (self, other);
+        // Intersections are often empty: no up-front allocation for them.
+        let cap = match (keep_left, keep_right) {
+            (false, false) => 0,
+            (true, false) => a.keys.len(),
+            _ => a.keys.len() + b.keys.len(),
+        };
+        out.keys.reserve(cap);
+        out.containers.reserve(cap);
         let (mut i, mut j) = (0, 0);
         while i < a.keys.len() && j < b.keys.len() {
             let (ka, kb) = (a.keys[i], b.keys[j]);

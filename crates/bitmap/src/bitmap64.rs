@@ -225,3 +225,68 @@ impl Bitmap64 {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Bitmap64;
+    use crate::testing::cases;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    fn values() -> impl Strategy<Value = Vec<u64>> {
+        prop::collection::vec(
+            prop_oneof![
+                any::<u64>(),
+                (0u64..3, any::<u16>()).prop_map(|(h, l)| (h << 32) | l as u64),
+                (0u64..3).prop_map(|d| u64::MAX - d),
+                (0u64..3).prop_map(|d| (1u64 << 32) + d),
+            ],
+            0..200,
+        )
+    }
+
+    fn check(b: &Bitmap64, m: &BTreeSet<u64>) {
+        b.validate().unwrap();
+        assert_eq!(b.len(), m.len() as u64);
+        assert!(b.iter().eq(m.iter().copied()));
+        assert_eq!(b.min(), m.first().copied());
+        assert_eq!(b.max(), m.last().copied());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(64), failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn bitmap64_matches_model(a in values(), b in values(), probes in values(), range in (any::<u32>(), 0u64..100_000)) {
+            let (ba, bb) = (Bitmap64::from_unsorted(&a), Bitmap64::from_unsorted(&b));
+            let (ma, mb): (BTreeSet<u64>, BTreeSet<u64>) = (a.iter().copied().collect(), b.iter().copied().collect());
+            check(&ba, &ma);
+            check(&ba.and(&bb), &ma.intersection(&mb).copied().collect());
+            check(&ba.or(&bb), &ma.union(&mb).copied().collect());
+            check(&ba.xor(&bb), &ma.symmetric_difference(&mb).copied().collect());
+            check(&ba.andnot(&bb), &ma.difference(&mb).copied().collect());
+            prop_assert_eq!(ba.and_len(&bb), ma.intersection(&mb).count() as u64);
+            for &p in &probes {
+                prop_assert_eq!(ba.contains(p), ma.contains(&p));
+                prop_assert_eq!(ba.rank(p), ma.range(..=p).count() as u64);
+            }
+            for i in [0u64, 1, ma.len() as u64 / 2, ma.len() as u64] {
+                prop_assert_eq!(ba.select(i), ma.iter().nth(i as usize).copied());
+            }
+            let (mut x, mut mx) = (ba.clone(), ma.clone());
+            for &p in &probes {
+                prop_assert_eq!(x.insert(p), mx.insert(p));
+            }
+            for &p in &b {
+                prop_assert_eq!(x.remove(p), mx.remove(&p));
+            }
+            check(&x, &mx);
+            let start = ((range.0 as u64) << 16) | 0xFFFF_0000;
+            x.add_range(start, start + range.1);
+            mx.extend(start..=start + range.1);
+            check(&x, &mx);
+            x.optimize();
+            check(&x, &mx);
+        }
+    }
+}

@@ -665,15 +665,41 @@ impl Entry {
     }
 }
 
+/// FNV-1a: command names are short and trusted-shape; SipHash's DoS
+/// resistance buys nothing for a fixed table and costs on every request.
+#[derive(Default, Clone, Copy)]
+pub struct NameHasher(u64);
+
+impl std::hash::Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type NameMap = HashMap<&'static [u8], usize, std::hash::BuildHasherDefault<NameHasher>>;
+
 /// The command table, indexed by lowercase name.
 pub struct CommandTable {
     entries: Vec<Entry>,
-    by_name: HashMap<&'static [u8], usize>,
+    by_name: NameMap,
 }
 
 static TABLE: LazyLock<CommandTable> = LazyLock::new(|| {
     let mut entries = Vec::new();
-    let mut by_name = HashMap::new();
+    let mut by_name = NameMap::default();
     for family in FAMILIES {
         for spec in family.iter() {
             by_name.insert(spec.name.as_bytes(), entries.len());

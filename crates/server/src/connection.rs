@@ -28,8 +28,9 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
     let authenticated = server.config.read().requirepass.is_none();
     let mut client = Client::new(info.clone(), authenticated);
     let mut parser = RequestParser::new();
-    let mut rbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
-    let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    // Allocated on the first read, so idle connections cost little.
+    let mut rbuf: Vec<u8> = Vec::new();
+    let mut out: Vec<u8> = Vec::new();
     let mut limits = current_limits(&server, &client);
     let mut batch = Batch::default();
 

@@ -39,8 +39,12 @@ pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut V
                     client.multi = None;
                     client.info.multi.store(-1, Ordering::Relaxed);
                     server.watches.unwatch_all(client.id, &mut client.watch);
+                    // Redis embeds the bare text: `ERR ` is dropped, other
+                    // codes (NOAUTH) stay.
+                    let text = e.to_string();
+                    let bare = text.strip_prefix("ERR ").unwrap_or(&text);
                     Reply::Error(CommandError::Custom(
-                        format!("EXECABORT Transaction discarded because of: {e}").into(),
+                        format!("EXECABORT Transaction discarded because of: {bare}").into(),
                     ))
                 } else {
                     Reply::Error(e)
@@ -55,24 +59,17 @@ pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut V
     encode(server, client, &reply, out);
 }
 
-/// Appends `reply` in the client's protocol, counting error replies (also
-/// those inside an EXEC result) for INFO.
+/// Appends `reply` in the client's protocol, counting an error reply for
+/// INFO (EXEC counts the errors of its queued commands itself).
 pub fn encode(server: &Server, client: &Client, reply: &Reply, out: &mut Vec<u8>) {
-    match reply {
-        Reply::Error(e) => record_error(server, e),
-        Reply::Array(items) if items.iter().any(|r| matches!(r, Reply::Error(_))) => {
-            for r in items {
-                if let Reply::Error(e) = r {
-                    record_error(server, e);
-                }
-            }
-        }
-        _ => {}
+    if let Reply::Error(e) = reply {
+        record_error(server, e);
     }
     reply.encode(&mut ReplyEncoder::new(out, client.protocol));
 }
 
-fn record_error(server: &Server, e: &CommandError) {
+/// Counts one error reply in INFO stats/errorstats.
+pub fn record_error(server: &Server, e: &CommandError) {
     match e {
         CommandError::Err(_) | CommandError::Syntax | CommandError::NotInteger => {
             server.stats.record_error(b"ERR")
@@ -183,7 +180,8 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
     } else {
         call(server, client, entry, args, None)
     };
-    account(server, client, entry, &args, start, result.is_err());
+    let usec = start.elapsed().as_micros() as u64;
+    account(server, client, entry, &args, usec, result.is_err());
     result.unwrap_or_else(Reply::Error)
 }
 
@@ -212,7 +210,7 @@ pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<
                     // Keys removed by lazy expiry during a read.
                     server
                         .watches
-                        .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
+                        .touch_expired(keys.iter().map(|(d, k)| (*d, k.as_slice())));
                 }
             }
             Ok(())
@@ -251,10 +249,9 @@ pub fn account(
     client: &Client,
     entry: &'static Entry,
     args: &Args<'_>,
-    start: Instant,
+    usec: u64,
     failed: bool,
 ) {
-    let usec = start.elapsed().as_micros() as u64;
     entry.stats.calls.add(1);
     entry.stats.usec.add(usec);
     if failed {

@@ -69,10 +69,12 @@ impl CommandError {
                 break;
             }
             let room = 128 - list.len();
+            let a = c_str(a);
             list.push(b'\'');
             list.extend_from_slice(&a[..a.len().min(room)]);
             list.extend_from_slice(b"' ");
         }
+        let name = c_str(name);
         let mut t = b"ERR unknown command '".to_vec();
         t.extend_from_slice(&name[..name.len().min(128)]);
         t.extend_from_slice(b"', with args beginning with: ");
@@ -82,6 +84,7 @@ impl CommandError {
 
     /// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
     pub fn unknown_subcommand(cmd: &str, sub: &[u8]) -> Self {
+        let sub = c_str(sub);
         let mut t = b"ERR unknown subcommand '".to_vec();
         t.extend_from_slice(&sub[..sub.len().min(128)]);
         t.extend_from_slice(b"'. Try ");
@@ -94,6 +97,14 @@ impl CommandError {
     /// which the server also logs.
     pub fn is_internal(&self) -> bool {
         matches!(self, CommandError::Store(e) if !e.is_user_error())
+    }
+}
+
+/// `bytes` up to its first NUL: Redis formats echoed arguments as C strings.
+pub fn c_str(bytes: &[u8]) -> &[u8] {
+    match memchr::memchr(0, bytes) {
+        Some(i) => &bytes[..i],
+        None => bytes,
     }
 }
 
@@ -163,6 +174,11 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "ERR unknown command 'foo', with args beginning with: 'a' 'b' "
+        );
+        let e = CommandError::unknown_command(b"foo", [&b"a\x00b"[..]].into_iter());
+        assert_eq!(
+            e.to_string(),
+            "ERR unknown command 'foo', with args beginning with: 'a' "
         );
         let e = CommandError::unknown_command(b"foo", std::iter::empty());
         assert_eq!(

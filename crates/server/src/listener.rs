@@ -151,7 +151,7 @@ async fn expire_cycle(server: Arc<Server>) {
             let removed = s.store.active_expire_cycle(200)?;
             if !removed.is_empty() {
                 s.watches
-                    .touch(removed.iter().map(|(d, k)| (*d, k.as_slice())));
+                    .touch_expired(removed.iter().map(|(d, k)| (*d, k.as_slice())));
             }
             Ok::<(), roaringd_store::StoreError>(())
         })

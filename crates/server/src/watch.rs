@@ -13,7 +13,8 @@ use parking_lot::Mutex;
 
 const SHARDS: usize = 16;
 
-type Watchers = Vec<(u64, Arc<AtomicBool>)>;
+/// `(client id, its dirty flag, was the key live when it was watched)`.
+type Watchers = Vec<(u64, Arc<AtomicBool>, bool)>;
 type Shard = Mutex<HashMap<(u16, Vec<u8>), Watchers>>;
 
 /// A client's watched keys.
@@ -74,7 +75,7 @@ impl WatchTable {
         shard
             .entry((db, key.to_vec()))
             .or_default()
-            .push((client_id, set.dirty.clone()));
+            .push((client_id, set.dirty.clone(), live));
         self.watched.fetch_add(1, Ordering::AcqRel);
         set.keys.push((db, key.to_vec()));
         set.live_at_watch.push(live);
@@ -86,7 +87,7 @@ impl WatchTable {
             let mut shard = self.shards[shard_of(db, &key)].lock();
             let id = (db, key);
             if let Some(list) = shard.get_mut(&id) {
-                list.retain(|(c, _)| *c != client_id);
+                list.retain(|(c, _, _)| *c != client_id);
                 if list.is_empty() {
                     shard.remove(&id);
                 }
@@ -105,14 +106,27 @@ impl WatchTable {
 
     /// Marks the watchers of each `(db, key)` dirty.
     pub fn touch<'a>(&self, keys: impl IntoIterator<Item = (u16, &'a [u8])>) {
+        self.touch_where(keys, false);
+    }
+
+    /// Marks dirty the watchers of each `(db, key)` removed by expiry,
+    /// except those that watched it when it had already expired (its
+    /// removal is then no change for them, as in Redis 7.2).
+    pub fn touch_expired<'a>(&self, keys: impl IntoIterator<Item = (u16, &'a [u8])>) {
+        self.touch_where(keys, true);
+    }
+
+    fn touch_where<'a>(&self, keys: impl IntoIterator<Item = (u16, &'a [u8])>, live_only: bool) {
         if !self.any() {
             return;
         }
         for (db, key) in keys {
             let shard = self.shards[shard_of(db, key)].lock();
             if let Some(list) = shard.get(&(db, key.to_vec())) {
-                for (_, flag) in list {
-                    flag.store(true, Ordering::Release);
+                for (_, flag, live) in list {
+                    if *live || !live_only {
+                        flag.store(true, Ordering::Release);
+                    }
                 }
             }
         }

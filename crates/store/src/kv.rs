@@ -110,6 +110,11 @@ impl WriteBatch {
 /// How durable a committed batch is when [`Kv::write`] returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
+    /// May stay in the engine's user-space write buffer until the next
+    /// [`Kv::flush_buffers`], [`Kv::persist`] or `Sync` write (or until the
+    /// buffer fills): a process crash may lose it. Saves a `write(2)` per
+    /// batch; the store's persister hands it to the OS within a second.
+    Lazy,
     /// Handed to the OS (survives a process crash, not a power loss).
     Buffer,
     /// Synced to stable storage (survives a power loss).
@@ -205,6 +210,15 @@ pub trait Kv: KvRead {
     /// # Errors
     /// `Io` when the sync fails.
     fn persist(&self) -> Result<()>;
+
+    /// Hands every batch written so far (`Lazy` ones included) to the OS,
+    /// without syncing. A no-op for engines without a write buffer.
+    ///
+    /// # Errors
+    /// `Io` when the write fails.
+    fn flush_buffers(&self) -> Result<()> {
+        Ok(())
+    }
 
     /// Flushes memtables and compacts every space fully, dropping stale
     /// `Data` entries per the installed [`DataGc`]. Blocks until done.

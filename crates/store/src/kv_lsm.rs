@@ -173,10 +173,12 @@ impl Kv for LsmKv {
         }
         batch.check_keys()?;
         let mode = match durability {
-            Durability::Buffer => PersistMode::Buffer,
-            Durability::Sync => PersistMode::SyncData,
+            // Left in the journal's user-space buffer (`flush_buffers`).
+            Durability::Lazy => None,
+            Durability::Buffer => Some(PersistMode::Buffer),
+            Durability::Sync => Some(PersistMode::SyncData),
         };
-        let mut b = self.db.batch().durability(Some(mode));
+        let mut b = self.db.batch().durability(mode);
         for (space, key, op) in batch.into_ops() {
             match op {
                 Op::Put(v) => b.insert(self.ks(space), key, v),
@@ -195,6 +197,10 @@ impl Kv for LsmKv {
 
     fn persist(&self) -> Result<()> {
         self.db.persist(PersistMode::SyncData).map_err(io)
+    }
+
+    fn flush_buffers(&self) -> Result<()> {
+        self.db.persist(PersistMode::Buffer).map_err(io)
     }
 
     fn compact(&self) -> Result<()> {

@@ -3,10 +3,14 @@
 //! mutexes. A `Txn` takes the stripes of its keys in ascending stripe order,
 //! each once, so two `Txn`s can never wait on each other in a cycle.
 //! Guards are `Arc`-based so a `Txn` owns them (`'static`, `Send`).
+//!
+//! Each stripe mutex guards a one-entry cache ([`Slot`]) of the stored meta
+//! of one key of the stripe, read and written only by whoever holds the
+//! stripe (see `Txn::load_meta` and `Txn::commit`).
 
+use crate::meta::KeyMeta;
 use parking_lot::lock_api::{ArcMutexGuard, ArcRwLockReadGuard, ArcRwLockWriteGuard};
 use parking_lot::{Mutex, RawMutex, RawRwLock, RwLock};
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 /// Number of key stripes.
@@ -15,7 +19,36 @@ pub const STRIPES: usize = 4096;
 /// The lock table of a store.
 pub struct Locks {
     global: Arc<RwLock<()>>,
-    stripes: Vec<Arc<Mutex<()>>>,
+    stripes: Vec<Arc<Mutex<Slot>>>,
+}
+
+/// The meta cache entry of a stripe: the committed (stored) meta of the
+/// key whose meta key is `key` (`None` = no such key). Invariant: whenever
+/// `key` is not empty, `meta` equals what the `Kv` holds for it. Only the
+/// holder of the stripe reads or changes it; every commit that writes the
+/// meta of a key of the stripe updates or clears it while still holding the
+/// stripe (a `Txn` holding the global lock exclusively takes the stripe
+/// for that, or clears every slot).
+#[derive(Default)]
+pub struct Slot {
+    /// Meta key of the cached entry; empty when the slot caches nothing.
+    pub(crate) key: Vec<u8>,
+    pub(crate) meta: Option<KeyMeta>,
+}
+
+impl Slot {
+    /// Caches `meta` (the stored state) for meta key `mk`.
+    pub(crate) fn set(&mut self, mk: &[u8], meta: Option<KeyMeta>) {
+        self.key.clear();
+        self.key.extend_from_slice(mk);
+        self.meta = meta;
+    }
+
+    /// Forgets the cached entry.
+    pub(crate) fn clear(&mut self) {
+        self.key.clear();
+        self.meta = None;
+    }
 }
 
 /// How a `Txn` holds the global lock.
@@ -32,7 +65,7 @@ pub enum GlobalGuard {
 pub struct Held {
     /// Stripes held, ascending (empty when exclusive).
     pub stripes: Vec<usize>,
-    guards: Vec<ArcMutexGuard<RawMutex, ()>>,
+    guards: Vec<ArcMutexGuard<RawMutex, Slot>>,
     /// The global guard; dropped last.
     pub global: GlobalGuard,
 }
@@ -57,22 +90,53 @@ impl Held {
     pub fn is_exclusive(&self) -> bool {
         matches!(self.global, GlobalGuard::Exclusive(_))
     }
+
+    /// The meta cache slot of `stripe`, if this holder holds that stripe.
+    pub(crate) fn slot_mut(&mut self, stripe: usize) -> Option<&mut Slot> {
+        let i = self.stripes.binary_search(&stripe).ok()?;
+        Some(&mut *self.guards[i])
+    }
+
+    /// Clears the meta cache slots of every stripe held.
+    pub(crate) fn clear_slots(&mut self) {
+        for g in &mut self.guards {
+            g.clear();
+        }
+    }
 }
 
-/// The stripe index of a key.
+/// The stripe index of a key: a fast multiplicative hash (stripes only
+/// spread lock contention; they carry no persistent meaning).
 #[must_use]
 pub fn stripe_of(db: u16, key: &[u8]) -> usize {
-    let mut h = DefaultHasher::new();
-    db.hash(&mut h);
-    key.hash(&mut h);
-    (h.finish() % STRIPES as u64) as usize
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = (u64::from(db) << 32 ^ key.len() as u64).wrapping_mul(K);
+    let mut chunks = key.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K).rotate_left(31);
+    }
+    let rest = chunks.remainder();
+    let mut w = [0u8; 8];
+    w[..rest.len()].copy_from_slice(rest);
+    h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    // murmur3's finaliser: every input bit reaches the low bits.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    h ^= h >> 33;
+    (h % STRIPES as u64) as usize
 }
 
 impl Default for Locks {
     fn default() -> Self {
         Locks {
             global: Arc::new(RwLock::new(())),
-            stripes: (0..STRIPES).map(|_| Arc::new(Mutex::new(()))).collect(),
+            stripes: (0..STRIPES)
+                .map(|_| Arc::new(Mutex::new(Slot::default())))
+                .collect(),
         }
     }
 }
@@ -108,6 +172,21 @@ impl Locks {
     #[must_use]
     pub fn lock_stripes_only(&self, keys: &[(u16, &[u8])]) -> Held {
         self.lock_keys_inner(keys)
+    }
+
+    /// Runs `f` on the meta cache slot of `stripe`, taking the stripe for
+    /// the call. Only for a holder of the exclusive global lock (no one
+    /// else holds a stripe then) or of no stripe at all.
+    pub(crate) fn with_slot(&self, stripe: usize, f: impl FnOnce(&mut Slot)) {
+        f(&mut self.stripes[stripe].lock());
+    }
+
+    /// Clears every meta cache slot. Only for a holder of the exclusive
+    /// global lock.
+    pub(crate) fn clear_all_slots(&self) {
+        for s in &self.stripes {
+            s.lock().clear();
+        }
     }
 
     /// Takes the global lock exclusively (waits for every other holder).

@@ -22,9 +22,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub enum SyncMode {
     /// Synced before `commit` returns.
     Always,
-    /// Synced by a background thread once a second.
+    /// Synced by a background thread once a second (commits stay in the
+    /// journal's user-space buffer until then, or until it fills).
     EverySec,
-    /// Left to the OS.
+    /// Handed to the OS by a background thread once a second (or when the
+    /// journal's buffer fills); syncing is left to the OS.
     No,
 }
 
@@ -489,7 +491,8 @@ impl Store {
         if SyncMode::from_u8(inner.sync.load(Ordering::Relaxed)) == SyncMode::Always {
             Durability::Sync
         } else {
-            Durability::Buffer
+            // The persister flushes (everysec: syncs) once a second.
+            Durability::Lazy
         }
     }
 }
@@ -500,9 +503,16 @@ fn spawn_persister(weak: Weak<Inner>) {
         .spawn(move || loop {
             std::thread::sleep(Duration::from_secs(1));
             let Some(inner) = weak.upgrade() else { return };
-            if SyncMode::from_u8(inner.sync.load(Ordering::Relaxed)) == SyncMode::EverySec {
-                // A failure here surfaces on the next commit (fjall poisons).
-                let _ = inner.kv.persist();
+            // A failure here surfaces on the next commit (fjall poisons).
+            // `always` commits sync (and so flush) themselves.
+            match SyncMode::from_u8(inner.sync.load(Ordering::Relaxed)) {
+                SyncMode::EverySec => {
+                    let _ = inner.kv.persist();
+                }
+                SyncMode::No => {
+                    let _ = inner.kv.flush_buffers();
+                }
+                SyncMode::Always => {}
             }
         });
 }

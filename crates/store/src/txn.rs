@@ -7,8 +7,8 @@
 use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::kv::{KvIter, Space, WriteBatch};
-use crate::locks::Held;
-use crate::meta::{KeyMeta, Kind, MetaBrief};
+use crate::locks::{stripe_of, Held, Slot};
+use crate::meta::{KeyMeta, Kind, MetaBrief, Summary};
 use crate::store::{counts_key, encode_counts, now_ms, Inner, Store};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::iter::Peekable;
@@ -123,8 +123,20 @@ impl Txn {
         let mut deltas: BTreeMap<u16, (i64, i64)> = BTreeMap::new();
         let mut min_added_expiry = u64::MAX;
         let meta = std::mem::take(&mut self.meta);
+        let exclusive = self.held.is_exclusive();
         for (mk, new) in meta {
             let (db, key) = keys::split_meta_key(&mk)?;
+            // The meta cache takes the new state now; the stripe stays held
+            // until after the write, and a failed write clears it below.
+            let stripe = stripe_of(db, key);
+            match slot_of(&mut self.held, &mut self.extra_locks, stripe) {
+                Some(slot) if cacheable(&new) => slot.set(&mk, new.clone()),
+                Some(slot) => slot.clear(),
+                None if exclusive => self.inner.locks.with_slot(stripe, Slot::clear),
+                // Unreachable: a non-exclusive Txn writes only keys whose
+                // stripe it holds (`ensure_locked`, `live_meta`).
+                None => {}
+            }
             let old_exp = self.orig.get(&mk).copied().flatten();
             let old_exists = self.orig.get(&mk).is_some_and(Option::is_some);
             let new_exp = new.as_ref().map(|m| m.expire_at_ms);
@@ -160,9 +172,10 @@ impl Txn {
         let durability = Store::durability(&self.inner);
         deltas.retain(|_, d| *d != (0, 0));
         if deltas.is_empty() {
-            self.inner.kv.write(batch, durability)?;
+            self.write_or_forget(batch, durability)?;
         } else {
-            let mut counts = self.inner.counts.lock();
+            let inner = Arc::clone(&self.inner);
+            let mut counts = inner.counts.lock();
             let mut next = counts.clone();
             for (db, (dk, de)) in &deltas {
                 if let Some(c) = next.get_mut(*db as usize) {
@@ -171,7 +184,7 @@ impl Txn {
                     batch.put(Space::Meta, counts_key(*db), encode_counts(*c));
                 }
             }
-            self.inner.kv.write(batch, durability)?;
+            self.write_or_forget(batch, durability)?;
             *counts = next;
         }
         if min_added_expiry != u64::MAX {
@@ -183,16 +196,58 @@ impl Txn {
         Ok(std::mem::take(&mut self.touched).into_iter().collect())
     }
 
+    /// Writes the commit batch; on failure clears the meta cache slots
+    /// this `Txn` updated (every slot it holds, or all when exclusive).
+    fn write_or_forget(
+        &mut self,
+        batch: WriteBatch,
+        durability: crate::kv::Durability,
+    ) -> Result<()> {
+        let r = self.inner.kv.write(batch, durability);
+        if r.is_err() {
+            self.held.clear_slots();
+            for h in &mut self.extra_locks {
+                h.clear_slots();
+            }
+            if self.held.is_exclusive() {
+                self.inner.locks.clear_all_slots();
+            }
+        }
+        r
+    }
+
     // ----- meta ---------------------------------------------------------
 
     /// Reads meta as stored (expired or not), recording the original state.
+    /// The stored state comes from the stripe's meta cache when this `Txn`
+    /// holds the stripe and the slot has the key, else from the `Kv` (and
+    /// then fills the slot).
     fn load_meta(&mut self, mk: &[u8]) -> Result<Option<KeyMeta>> {
         if let Some(m) = self.meta.get(mk) {
             return Ok(m.clone());
         }
-        let m = match self.inner.kv.get(Space::Meta, mk)? {
-            Some(b) => Some(KeyMeta::decode(&b)?),
-            None => None,
+        let stripe = keys::split_meta_key(mk)
+            .ok()
+            .map(|(db, key)| stripe_of(db, key));
+        let cached = stripe
+            .and_then(|s| slot_of(&mut self.held, &mut self.extra_locks, s))
+            .and_then(|slot| (slot.key == mk).then(|| slot.meta.clone()));
+        let m = match cached {
+            Some(m) => m,
+            None => {
+                let m = match self.inner.kv.get(Space::Meta, mk)? {
+                    Some(b) => Some(KeyMeta::decode(&b)?),
+                    None => None,
+                };
+                if let Some(slot) =
+                    stripe.and_then(|s| slot_of(&mut self.held, &mut self.extra_locks, s))
+                {
+                    if cacheable(&m) {
+                        slot.set(mk, m.clone());
+                    }
+                }
+                m
+            }
         };
         if !self.orig.contains_key(mk) {
             self.orig
@@ -375,6 +430,13 @@ impl Txn {
     /// Drops this `Txn`'s pending writes and recorded originals for `db`
     /// (every database when `None`); used by flushes.
     pub(crate) fn discard_db(&mut self, db: Option<u16>) {
+        // Flushes delete meta entries behind the meta cache: forget it all.
+        // (Flushes run exclusive, so every stripe is free to take.)
+        if self.held.is_exclusive() {
+            self.inner.locks.clear_all_slots();
+        } else {
+            self.held.clear_slots();
+        }
         let keep = |k: &[u8]| match db {
             Some(d) => !k.starts_with(&d.to_be_bytes()),
             None => false,
@@ -517,6 +579,28 @@ impl Txn {
             };
         Merge::new(kv, ov, reverse).map(move |r| r.map(|(k, v)| (k[plen..].to_vec(), v)))
     }
+}
+
+/// Longest string value the meta cache keeps (longer ones are read from
+/// the `Kv` each time rather than copied on every commit).
+const CACHE_MAX_STRING: usize = 512;
+
+fn cacheable(m: &Option<KeyMeta>) -> bool {
+    match m {
+        Some(m) => match &m.summary {
+            Summary::String(v) => v.len() <= CACHE_MAX_STRING,
+            _ => true,
+        },
+        None => true,
+    }
+}
+
+/// The meta cache slot of `stripe` if `held` or one of `extra` holds it.
+fn slot_of<'a>(held: &'a mut Held, extra: &'a mut [Held], stripe: usize) -> Option<&'a mut Slot> {
+    if let Some(s) = held.slot_mut(stripe) {
+        return Some(s);
+    }
+    extra.iter_mut().find_map(|h| h.slot_mut(stripe))
 }
 
 /// An overlay entry of the data space: key and new value (`None` = deleted).

@@ -3,22 +3,12 @@
 //! Free functions over `&[u16]` payloads; they never change a container's
 //! kind (that is `kind_policy`'s job).
 
+use crate::codec::BITSET_WORDS;
+
 /// True when `v` is present.
 #[inline]
 pub fn contains(a: &[u16], v: u16) -> bool {
-    // Branchy bisection down to a short window, then a linear scan: lets the CPU
-    // run ahead on predicted paths instead of waiting on a chain of dependent loads.
-    let (mut lo, mut hi) = (0usize, a.len());
-    while hi - lo > 16 {
-        let mid = (lo + hi) / 2;
-        // Invariant: if present, v is in a[lo..hi].
-        if a[mid] < v {
-            lo = mid + 1;
-        } else {
-            hi = mid + 1;
-        }
-    }
-    a[lo..hi].contains(&v)
+    a.binary_search(&v).is_ok()
 }
 
 /// Number of values ≤ `v`.
@@ -35,7 +25,7 @@ pub fn count_range(a: &[u16], lo: u16, hi: u16) -> u32 {
 }
 
 /// Sets the bits of every value in `a` in `words`; returns how many were newly set.
-pub fn set_bits(a: &[u16], words: &mut [u64]) -> u32 {
+pub fn set_bits(a: &[u16], words: &mut [u64; BITSET_WORDS]) -> u32 {
     let mut added = 0u32;
     for &v in a {
         let w = &mut words[(v >> 6) as usize];
@@ -48,7 +38,7 @@ pub fn set_bits(a: &[u16], words: &mut [u64]) -> u32 {
 
 /// Sets the bits of every value in `a` in `words`, without counting (n-way union).
 #[inline]
-pub fn set_bits_uncounted(a: &[u16], words: &mut [u64]) {
+pub fn set_bits_uncounted(a: &[u16], words: &mut [u64; BITSET_WORDS]) {
     for &v in a {
         words[(v >> 6) as usize] |= 1u64 << (v & 63);
     }

@@ -4,7 +4,7 @@
 
 /// True when bit `v` is set.
 #[inline]
-pub fn contains(words: &[u64], v: u16) -> bool {
+pub fn contains(words: &[u64; crate::codec::BITSET_WORDS], v: u16) -> bool {
     (words[(v >> 6) as usize] >> (v & 63)) & 1 == 1
 }
 
@@ -186,7 +186,7 @@ mod tests {
     use super::*;
     use crate::testing::SplitMix;
 
-    fn naive_runs(words: &[u64]) -> Vec<[u16; 2]> {
+    fn naive_runs(words: &[u64; 1024]) -> Vec<[u16; 2]> {
         let mut out = Vec::new();
         let mut v = 0u32;
         while v < 65536 {

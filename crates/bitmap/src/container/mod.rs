@@ -214,7 +214,7 @@ impl<'a> ContainerRef<'a> {
     }
 
     /// ORs all values into `words`.
-    pub(crate) fn set_bits_in(&self, words: &mut [u64]) {
+    pub(crate) fn set_bits_in(&self, words: &mut [u64; BITSET_WORDS]) {
         match *self {
             ContainerRef::Array(a) => array::set_bits_uncounted(a, words),
             ContainerRef::Run { runs, .. } => run::set_bits(runs, words),
@@ -462,6 +462,42 @@ impl ContainerBuf {
     pub(crate) fn set_array_len(&mut self, n: usize) {
         debug_assert!(n <= (self.words.len() - 1) * 4);
         self.words[0] = header_word(Kind::Array, n as u32);
+    }
+
+    /// Builds an array container through a per-thread scratch buffer: `f`
+    /// writes up to `cap` ascending values into the slice it gets and returns
+    /// how many; only those are copied into the new container, so a small
+    /// result of a large-capacity merge costs a small allocation and no zeroing.
+    pub(crate) fn build_array(cap: usize, f: impl FnOnce(&mut [u16]) -> usize) -> Self {
+        const SCRATCH_WORDS: usize = (2 * ARRAY_MAX).div_ceil(4) + 4;
+        thread_local! {
+            static SCRATCH: core::cell::RefCell<Vec<u64>> = core::cell::RefCell::new(vec![0u64; SCRATCH_WORDS]);
+        }
+        let mut f = Some(f);
+        // Small outputs: zeroing is cheaper than the thread-local round trip.
+        if cap > 64 && cap <= SCRATCH_WORDS * 4 {
+            let built = SCRATCH.with(|s| {
+                let mut s = s.try_borrow_mut().ok()?;
+                let g = f.take()?;
+                let n = g(&mut bytemuck::cast_slice_mut::<u64, u16>(&mut s[..])[..cap]);
+                let full = n / 4;
+                let mut words = Vec::with_capacity(1 + n.div_ceil(4));
+                words.push(header_word(Kind::Array, n as u32));
+                words.extend_from_slice(&s[..full]);
+                if n % 4 != 0 {
+                    words.push(s[full] & ((1u64 << (16 * (n % 4))) - 1));
+                }
+                Some(ContainerBuf { words })
+            });
+            if let Some(c) = built {
+                return c;
+            }
+        }
+        let g = f.take().expect("builder not yet used");
+        let mut out = Self::array_with_capacity(cap);
+        let n = g(out.array_spare_mut());
+        out.set_array_len(n);
+        out
     }
 
     /// Grows the array capacity to at least `cap` values.

@@ -133,6 +133,20 @@ mod tests {
                 v.push(lows_of_size(n, seed));
             }
         }
+        // Dense overlapping sets from a small universe: many equal values across inputs.
+        let mut rng = SplitMix(5);
+        for (universe, keep) in [
+            (64u16, 2u64),
+            (512, 2),
+            (512, 4),
+            (3000, 2),
+            (3000, 3),
+            (8000, 2),
+        ] {
+            for _ in 0..3 {
+                v.push((0..universe).filter(|_| rng.below(keep) == 0).collect());
+            }
+        }
         for c in [1, 5, 50] {
             seed += 1;
             let r = lows_of_runs(c, 40, seed);

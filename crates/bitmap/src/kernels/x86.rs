@@ -501,6 +501,96 @@ fn or_array_array_sse(a: &[u16], b: &[u16], out: &mut [u16]) -> usize {
     k + union_tail(&pending, &a[i..], &b[j..], lanes[7], &mut out[k..])
 }
 
+/// Appends the lanes of `[prev[7], v[0..7]]` that equal neither neighbour
+/// (the merged stream holds a value twice exactly when both inputs have it).
+#[inline]
+#[target_feature(enable = "avx2,popcnt")]
+fn store_xor(prev: __m128i, v: __m128i, out: &mut [u16], k: usize) -> usize {
+    let left = _mm_alignr_epi8::<12>(v, prev);
+    let cand = _mm_alignr_epi8::<14>(v, prev);
+    let eq = _mm_or_si128(_mm_cmpeq_epi16(cand, left), _mm_cmpeq_epi16(cand, v));
+    let drop = _mm_movemask_epi8(_mm_packs_epi16(eq, _mm_setzero_si128())) as u32 & 0xFF;
+    emit_lanes(cand, !drop & 0xFF, out, k)
+}
+
+/// Sorted-array symmetric difference: the union's merge network, keeping only
+/// values that occur once in the merged stream; the last lane of each step is
+/// decided one step later, and the remainder in scalar code.
+#[target_feature(enable = "avx2,popcnt")]
+fn xor_array_array_sse(a: &[u16], b: &[u16], out: &mut [u16]) -> usize {
+    let (na, nb) = (a.len(), b.len());
+    if na < 8 || nb < 8 || scalar::skewed(a, b) {
+        return scalar::xor_array_array(a, b, out);
+    }
+    let (mut vmin, mut vmax) = merge8(load8(a, 0), load8(b, 0));
+    let (mut i, mut j) = (8, 8);
+    let mut k = store_xor(_mm_set1_epi16(-1), vmin, out, 0);
+    let mut last = vmin;
+    loop {
+        let take_a = match (i < na, j < nb) {
+            (true, true) => a[i] <= b[j],
+            (true, false) => true,
+            (false, true) => false,
+            (false, false) => break,
+        };
+        let v = if take_a {
+            if i + 8 > na {
+                break;
+            }
+            i += 8;
+            load8(a, i - 8)
+        } else {
+            if j + 8 > nb {
+                break;
+            }
+            j += 8;
+            load8(b, j - 8)
+        };
+        (vmin, vmax) = merge8(v, vmax);
+        k += store_xor(last, vmin, out, k);
+        last = vmin;
+    }
+    let mut lanes = [0u16; 8];
+    // SAFETY: `lanes` is 16 writable bytes.
+    unsafe { _mm_storeu_si128(lanes.as_mut_ptr().cast(), last) };
+    let mut p = [0u16; 9];
+    let mut np = 0;
+    if lanes[7] != lanes[6] {
+        p[0] = lanes[7];
+        np = 1;
+    }
+    // SAFETY: `p[np..np + 8]` is 16 writable bytes (np <= 1, p has 9 lanes).
+    unsafe { _mm_storeu_si128(p[np..np + 8].as_mut_ptr().cast(), vmax) };
+    k + xor_tail(&p[..np + 8], &a[i..], &b[j..], &mut out[k..])
+}
+
+/// Values occurring exactly once across `p` (sorted, may hold equal pairs), `a` and `b`.
+fn xor_tail(p: &[u16], a: &[u16], b: &[u16], out: &mut [u16]) -> usize {
+    let (mut x, mut y, mut z, mut k) = (0, 0, 0, 0);
+    let head = |s: &[u16], i: usize| s.get(i).map_or(u32::MAX, |&v| v as u32);
+    while x < p.len() {
+        let v = head(p, x).min(head(a, y)).min(head(b, z));
+        let mut count = 0;
+        while head(p, x) == v {
+            x += 1;
+            count += 1;
+        }
+        if head(a, y) == v {
+            y += 1;
+            count += 1;
+        }
+        if head(b, z) == v {
+            z += 1;
+            count += 1;
+        }
+        if count == 1 {
+            out[k] = v as u16;
+            k += 1;
+        }
+    }
+    k + scalar::xor_array_array(&a[y..], &b[z..], &mut out[k..])
+}
+
 /// Union of three sorted lists, emitting only values above `last` (already emitted).
 fn union_tail(p: &[u16], a: &[u16], b: &[u16], last: u16, out: &mut [u16]) -> usize {
     let (mut x, mut y, mut z, mut k) = (0, 0, 0, 0);
@@ -555,6 +645,7 @@ wrap!(popcount_avx2_w, popcount_avx2, (w: &[u64]) -> u64);
 wrap!(and_arr_w, and_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
 wrap!(and_arr_len_w, and_array_array_len_sse, (a: &[u16], b: &[u16]) -> usize);
 wrap!(andnot_arr_w, andnot_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
+wrap!(xor_arr_w, xor_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
 wrap!(or_arr_w, or_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
 wrap!(and_avx512, binop_avx512::<AND>, (a: &Words, b: &Words, o: &mut Words) -> u32);
 wrap!(or_avx512, binop_avx512::<OR>, (a: &Words, b: &Words, o: &mut Words) -> u32);
@@ -573,7 +664,7 @@ pub static AVX2: Kernels = Kernels {
     and_array_array: and_arr_w,
     and_array_array_len: and_arr_len_w,
     or_array_array: or_arr_w,
-    xor_array_array: scalar::xor_array_array,
+    xor_array_array: xor_arr_w,
     andnot_array_array: andnot_arr_w,
     and_bitset_bitset: and_avx2,
     or_bitset_bitset: or_avx2,
@@ -595,7 +686,7 @@ pub static AVX512: Kernels = Kernels {
     and_array_array: and_arr_w,
     and_array_array_len: and_arr_len_w,
     or_array_array: or_arr_w,
-    xor_array_array: scalar::xor_array_array,
+    xor_array_array: xor_arr_w,
     andnot_array_array: andnot_arr_w,
     and_bitset_bitset: and_avx512,
     or_bitset_bitset: or_avx512,

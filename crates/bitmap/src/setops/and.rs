@@ -8,10 +8,9 @@ use crate::setops::sink::{AnyHit, Count, Materialize, Sink};
 type Words = [u64; BITSET_WORDS];
 
 pub fn and_array_array(a: &[u16], b: &[u16]) -> ContainerBuf {
-    let mut out = ContainerBuf::array_with_capacity(a.len().min(b.len()));
-    let n = (kernels::get().and_array_array)(a, b, out.array_spare_mut());
-    out.set_array_len(n);
-    out
+    ContainerBuf::build_array(a.len().min(b.len()), |out| {
+        (kernels::get().and_array_array)(a, b, out)
+    })
 }
 
 fn array_bitset_into<S: Sink>(a: &[u16], w: &Words, sink: &mut S) {
@@ -26,15 +25,14 @@ fn array_bitset_into<S: Sink>(a: &[u16], w: &Words, sink: &mut S) {
 }
 
 pub fn and_array_bitset(a: &[u16], w: &Words) -> ContainerBuf {
-    let mut out = ContainerBuf::array_with_capacity(a.len());
-    let s = out.array_spare_mut();
-    let mut k = 0;
-    for &v in a {
-        s[k] = v;
-        k += bitset::contains(w, v) as usize;
-    }
-    out.set_array_len(k);
-    out
+    ContainerBuf::build_array(a.len(), |s| {
+        let mut k = 0;
+        for &v in a {
+            s[k] = v;
+            k += bitset::contains(w, v) as usize;
+        }
+        k
+    })
 }
 
 fn array_run_into<S: Sink>(a: &[u16], runs: &[[u16; 2]], sink: &mut S) {
@@ -56,15 +54,11 @@ fn array_run_into<S: Sink>(a: &[u16], runs: &[[u16; 2]], sink: &mut S) {
 }
 
 pub fn and_array_run(a: &[u16], runs: &[[u16; 2]]) -> ContainerBuf {
-    let mut out = ContainerBuf::array_with_capacity(a.len());
-    let mut s = Materialize {
-        out: out.array_spare_mut(),
-        len: 0,
-    };
-    array_run_into(a, runs, &mut s);
-    let n = s.len;
-    out.set_array_len(n);
-    out
+    ContainerBuf::build_array(a.len(), |out| {
+        let mut s = Materialize { out, len: 0 };
+        array_run_into(a, runs, &mut s);
+        s.len
+    })
 }
 
 pub fn and_run_run(a: &[[u16; 2]], b: &[[u16; 2]]) -> ContainerBuf {

@@ -7,38 +7,35 @@ use crate::kernels;
 type Words = [u64; BITSET_WORDS];
 
 pub fn andnot_array_array(a: &[u16], b: &[u16]) -> ContainerBuf {
-    let mut out = ContainerBuf::array_with_capacity(a.len());
-    let n = (kernels::get().andnot_array_array)(a, b, out.array_spare_mut());
-    out.set_array_len(n);
-    out
+    ContainerBuf::build_array(a.len(), |out| {
+        (kernels::get().andnot_array_array)(a, b, out)
+    })
 }
 
 pub fn andnot_array_bitset(a: &[u16], w: &Words) -> ContainerBuf {
-    let mut out = ContainerBuf::array_with_capacity(a.len());
-    let s = out.array_spare_mut();
-    let mut k = 0;
-    for &v in a {
-        s[k] = v;
-        k += !bitset::contains(w, v) as usize;
-    }
-    out.set_array_len(k);
-    out
+    ContainerBuf::build_array(a.len(), |s| {
+        let mut k = 0;
+        for &v in a {
+            s[k] = v;
+            k += !bitset::contains(w, v) as usize;
+        }
+        k
+    })
 }
 
 pub fn andnot_array_run(a: &[u16], runs: &[[u16; 2]]) -> ContainerBuf {
-    let mut out = ContainerBuf::array_with_capacity(a.len());
-    let s = out.array_spare_mut();
-    let (mut j, mut k) = (0, 0);
-    for &v in a {
-        while j < runs.len() && run::end(runs[j]) < v {
-            j += 1;
+    ContainerBuf::build_array(a.len(), |s| {
+        let (mut j, mut k) = (0, 0);
+        for &v in a {
+            while j < runs.len() && run::end(runs[j]) < v {
+                j += 1;
+            }
+            let covered = j < runs.len() && runs[j][0] <= v;
+            s[k] = v;
+            k += !covered as usize;
         }
-        let covered = j < runs.len() && runs[j][0] <= v;
-        s[k] = v;
-        k += !covered as usize;
-    }
-    out.set_array_len(k);
-    out
+        k
+    })
 }
 
 pub fn andnot_bitset_array(w: &Words, card: u32, b: &[u16]) -> ContainerBuf {

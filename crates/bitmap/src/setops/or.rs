@@ -9,10 +9,7 @@ type Words = [u64; BITSET_WORDS];
 pub fn or_array_array(a: &[u16], b: &[u16]) -> ContainerBuf {
     let k = kernels::get();
     if a.len() + b.len() <= ARRAY_MAX {
-        let mut out = ContainerBuf::array_with_capacity(a.len() + b.len());
-        let n = (k.or_array_array)(a, b, out.array_spare_mut());
-        out.set_array_len(n);
-        return out;
+        return ContainerBuf::build_array(a.len() + b.len(), |out| (k.or_array_array)(a, b, out));
     }
     let mut out = ContainerBuf::bitset_zeroed();
     let w = out.bitset_words_mut();

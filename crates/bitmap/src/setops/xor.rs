@@ -22,10 +22,9 @@ fn flip_bits(a: &[u16], w: &mut Words, card: u32) -> u32 {
 
 pub fn xor_array_array(a: &[u16], b: &[u16]) -> ContainerBuf {
     if a.len() + b.len() <= ARRAY_MAX {
-        let mut out = ContainerBuf::array_with_capacity(a.len() + b.len());
-        let n = (kernels::get().xor_array_array)(a, b, out.array_spare_mut());
-        out.set_array_len(n);
-        return out;
+        return ContainerBuf::build_array(a.len() + b.len(), |out| {
+            (kernels::get().xor_array_array)(a, b, out)
+        });
     }
     let mut out = ContainerBuf::from_sorted(a);
     if out.kind() != crate::Kind::Bitset {

@@ -261,17 +261,26 @@ fn lastsave(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandErr
 }
 
 fn shutdown(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    let (mut nosave, mut save, mut abort, mut other) = (false, false, false, false);
     while args.remaining() > 0 {
-        if !(args.eat_keyword("NOSAVE")
-            || args.eat_keyword("SAVE")
-            || args.eat_keyword("NOW")
-            || args.eat_keyword("FORCE"))
-        {
-            if args.eat_keyword("ABORT") {
-                return Err(CommandError::err("No shutdown in progress."));
-            }
+        if args.eat_keyword("NOSAVE") {
+            nosave = true;
+        } else if args.eat_keyword("SAVE") {
+            save = true;
+        } else if args.eat_keyword("NOW") || args.eat_keyword("FORCE") {
+            other = true;
+        } else if args.eat_keyword("ABORT") {
+            abort = true;
+        } else {
             return Err(CommandError::Syntax);
         }
+    }
+    // As Redis: SAVE and NOSAVE exclude each other; ABORT stands alone.
+    if (nosave && save) || (abort && (nosave || save || other)) {
+        return Err(CommandError::Syntax);
+    }
+    if abort {
+        return Err(CommandError::err("No shutdown in progress."));
     }
     // The listener persists the store before the process exits.
     ctx.server.request_shutdown();
@@ -390,6 +399,13 @@ fn config_help(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, Comman
 }
 
 fn slowlog_get(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    if args.remaining() > 1 {
+        let sub = args.get(1).unwrap_or_default();
+        let mut t = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+        t.extend_from_slice(crate::error::c_str(sub));
+        t.extend_from_slice(b"'. Try SLOWLOG HELP.");
+        return Err(CommandError::UnknownSubcommand(t));
+    }
     let count = if args.remaining() > 0 {
         match args.next_i64() {
             Ok(n) if n >= -1 => n,

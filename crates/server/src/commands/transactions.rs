@@ -205,7 +205,11 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
             None
         };
         let r = dispatch::call(server, client, q.entry, args, t);
-        dispatch::account(server, client, q.entry, &args, start, r.is_err());
+        let usec = start.elapsed().as_micros() as u64;
+        dispatch::account(server, client, q.entry, &args, usec, r.is_err());
+        if let Err(e) = &r {
+            dispatch::record_error(server, e);
+        }
         replies.push(r.unwrap_or_else(Reply::Error));
     }
     if let Some(txn) = txn {
