@@ -92,7 +92,19 @@ fn kind_index(k: CKind) -> usize {
     }
 }
 
-/// Sum of the low 16-bit parts of a container's values.
+/// Bit `b` of a bit index within a word, as a mask over the word's bits:
+/// `sum of set indices = Σ_b popcount(w & MASK[b]) << b`.
+const INDEX_BIT_MASKS: [u64; 6] = [
+    0xAAAA_AAAA_AAAA_AAAA,
+    0xCCCC_CCCC_CCCC_CCCC,
+    0xF0F0_F0F0_F0F0_F0F0,
+    0xFF00_FF00_FF00_FF00,
+    0xFFFF_0000_FFFF_0000,
+    0xFFFF_FFFF_0000_0000,
+];
+
+/// Sum of the low 16-bit parts of a container's values, without visiting
+/// values one by one (runs: arithmetic series; bitsets: popcounts).
 fn low_sum(r: ContainerRef<'_>) -> u64 {
     match r {
         ContainerRef::Run { runs, .. } => runs
@@ -102,7 +114,20 @@ fn low_sum(r: ContainerRef<'_>) -> u64 {
                 n * a + n * (n - 1) / 2
             })
             .sum(),
-        _ => r.iter().map(u64::from).sum(),
+        ContainerRef::Array(a) => a.iter().map(|&v| u64::from(v)).sum(),
+        ContainerRef::Bitset { words, .. } => words
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| **w != 0)
+            .map(|(i, &w)| {
+                let within: u64 = INDEX_BIT_MASKS
+                    .iter()
+                    .enumerate()
+                    .map(|(b, m)| u64::from((w & m).count_ones()) << b)
+                    .sum();
+                u64::from(w.count_ones()) * 64 * i as u64 + within
+            })
+            .sum(),
     }
 }
 
@@ -150,22 +175,23 @@ struct Edit {
     created: bool,
 }
 
-/// Summary of a whole in-memory bitmap (census, extremes, sum).
+/// Summary of a whole in-memory bitmap (census, extremes, sum), in one
+/// pass over its containers (no per-value iteration).
 fn summary_of_bitmap(b: &Bitmap) -> BitmapSummary {
-    let st = b.stat();
-    let kc = |k: roaringd_bitmap::KindStat| crate::meta::KindCensus {
-        containers: k.containers,
-        values: k.values,
-        bytes: k.bytes,
-    };
-    BitmapSummary {
-        card: st.cardinality,
-        min: st.min.unwrap_or(0),
-        max: st.max.unwrap_or(0),
-        containers: st.containers,
-        sum: u64::try_from(st.sum).unwrap_or(u64::MAX),
-        kinds: [kc(st.array), kc(st.bitset), kc(st.run)],
+    let mut s = BitmapSummary::default();
+    for (hi, c) in b.containers() {
+        let r = c.as_ref();
+        census(&mut s, r, true);
+        s.sum += container_sum(hi, r);
     }
+    let mut cs = b.containers();
+    if let Some((hi, c)) = cs.next() {
+        s.min = c.as_ref().min().map_or(0, |lo| join(hi, lo));
+    }
+    if let Some((hi, c)) = b.containers().last() {
+        s.max = c.as_ref().max().map_or(0, |lo| join(hi, lo));
+    }
+    s
 }
 
 /// A peekable stream of one source's `(block, container bytes)` entries.
@@ -1461,5 +1487,31 @@ mod tests {
         ));
         t.data_put(0, b"c", version, b"xyz", vec![]);
         assert!(t.tr_load(0, b"c").is_err());
+    }
+
+    #[test]
+    fn low_sum_matches_a_plain_sum_for_every_kind() {
+        let mut x: u64 = 99;
+        for density in [10u32, 3000, 5000, 40_000, 65_536] {
+            let mut vals: Vec<u16> = (0..density)
+                .map(|_| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    (x >> 48) as u16
+                })
+                .collect();
+            vals.sort_unstable();
+            vals.dedup();
+            let mut c = ContainerBuf::from_sorted(&vals);
+            let want: u64 = vals.iter().map(|&v| u64::from(v)).sum();
+            assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
+            c.optimize();
+            assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
+        }
+        let full = ContainerBuf::from_range(0, u16::MAX);
+        assert_eq!(low_sum(full.as_ref()), 65_535 * 65_536 / 2);
+        let b = Bitmap::from_sorted(&[0, 5, 65_536, 70_000, u32::MAX]);
+        let s = summary_of_bitmap(&b);
+        assert_eq!((s.card, s.min, s.max, s.containers), (5, 0, u32::MAX, 3));
+        assert_eq!(s.sum, 5 + 65_536 + 70_000 + u64::from(u32::MAX));
     }
 }
