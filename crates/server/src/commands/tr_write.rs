@@ -4,7 +4,7 @@
 //! Each handler validates every argument before touching the store, so a
 //! rejected request writes nothing.
 
-use roaringd_bitmap::Bitmap;
+use roaringd_bitmap::{Bitmap, ContainerBuf};
 use roaringd_resp::Args;
 use roaringd_store::bitmaps::RangeOp;
 
@@ -222,13 +222,44 @@ fn set_bit_array(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, Comman
     Ok(Reply::Ok)
 }
 
-/// The bitmap whose bit i is set when `bits[i] == b'1'` (validated input).
+/// The bitmap whose bit i is set when `bits[i] == b'1'` (validated input,
+/// at most 2^32 characters). Built block by block, so memory is the result
+/// plus one block's values, whatever the string's length.
 pub fn bitmap_of_bit_string(bits: &[u8]) -> Bitmap {
-    let ones: Vec<u32> = bits
-        .iter()
-        .enumerate()
-        .filter(|(_, &c)| c == b'1')
-        .map(|(i, _)| i as u32)
-        .collect();
-    Bitmap::from_sorted(&ones)
+    let mut containers = Vec::new();
+    let mut lows: Vec<u16> = Vec::new();
+    for (hi, chunk) in bits.chunks(1 << 16).enumerate() {
+        lows.clear();
+        lows.extend(
+            chunk
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| c == b'1')
+                .map(|(i, _)| i as u16),
+        );
+        if !lows.is_empty() {
+            containers.push((hi as u16, ContainerBuf::from_sorted(&lows)));
+        }
+    }
+    // Blocks are produced in ascending order, so this cannot fail.
+    Bitmap::from_containers(containers).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_string_spans_blocks() {
+        let mut s = vec![b'0'; 3 * 65_536 + 5];
+        for i in [0usize, 1, 65_535, 65_536, 3 * 65_536 + 4] {
+            s[i] = b'1';
+        }
+        let b = bitmap_of_bit_string(&s);
+        assert_eq!(
+            b.iter().collect::<Vec<u32>>(),
+            vec![0, 1, 65_535, 65_536, 196_612]
+        );
+        assert!(bitmap_of_bit_string(b"").is_empty());
+    }
 }
