@@ -309,3 +309,111 @@ fn concurrent_writers_keep_the_summary_exact() {
         "{text}"
     );
 }
+
+#[test]
+fn random_arguments_never_break_the_connection() {
+    let s = TestServer::start_with(bin(), &[]);
+    let mut c = s.client();
+    c.call(&["TR.SETBITS", "k", "1", "65536", "4294967295"])
+        .unwrap();
+    c.call(&["SET", "str", "0101"]).unwrap();
+    let names = [
+        "TR.SETBIT",
+        "TR.SETBITS",
+        "TR.CLEARBITS",
+        "TR.SETRANGE",
+        "TR.APPENDBITARRAY",
+        "TR.FLIPRANGE",
+        "TR.APPENDINTARRAY",
+        "TR.SETINTARRAY",
+        "TR.SETBITARRAY",
+        "TR.GETBIT",
+        "TR.GETBITS",
+        "TR.BITCOUNT",
+        "TR.BITPOS",
+        "TR.SCAN",
+        "TR.RANGE",
+        "TR.RANGEBITARRAY",
+        "TR.MIN",
+        "TR.MAX",
+        "TR.RANK",
+        "TR.BITOP",
+        "TR.BITOPCARD",
+        "TR.JACCARD",
+        "TR.CONTAINS",
+        "TR.STAT",
+        "TR.OPTIMIZE",
+        "TR.EXPORT",
+        "TR.IMPORT",
+        "TR.DIFF",
+        "TR.LOAD",
+        "TR.LOADSTRING",
+    ];
+    let tokens = [
+        "k",
+        "str",
+        "nosuch",
+        "0",
+        "1",
+        "-1",
+        "-2",
+        "2",
+        "4294967295",
+        "4294967296",
+        "18446744073709551616",
+        "-9223372036854775808",
+        "AND",
+        "OR",
+        "NOT",
+        "DIFF",
+        "XOR",
+        "COUNT",
+        "JSON",
+        "",
+        "0101",
+        "1x",
+        "000000000000000000007",
+        "\u{0}",
+        "99999",
+        "65535",
+        "65536",
+    ];
+    let mut x: u64 = 7;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    for _ in 0..4000 {
+        let name = names[next(names.len() as u64) as usize];
+        let n = next(6) as usize;
+        let mut args = vec![name.to_string()];
+        for _ in 0..n {
+            args.push(tokens[next(tokens.len() as u64) as usize].to_string());
+        }
+        let r = c
+            .call(&args)
+            .unwrap_or_else(|e| panic!("{args:?}: connection error {e}"));
+        if let Frame::Error(e) = &r {
+            let t = String::from_utf8_lossy(e);
+            assert!(
+                t.starts_with("ERR ") || t.starts_with("WRONGTYPE "),
+                "{args:?}: {t}"
+            );
+        }
+    }
+    assert_eq!(call(&mut c, &["PING"]), status("PONG"));
+    // The surviving keys are still consistent bitmaps.
+    for key in ["k", "0", "1", "nosuch"] {
+        let card = call(&mut c, &["TR.BITCOUNT", key]);
+        if let Frame::Integer(n) = card {
+            if n < 1_000_000 {
+                match call(&mut c, &["TR.RANGE", key, "0", "4294967295"]) {
+                    Frame::Array(v) => assert_eq!(v.len() as i64, n, "{key}"),
+                    f => panic!("{key}: {f:?}"),
+                }
+            }
+        }
+    }
+}
