@@ -291,6 +291,28 @@ impl Txn {
         it.peekable()
     }
 
+    /// A whole bitmap's container entries for a merge scan. The summary
+    /// saves the range iterator where it can: an empty bitmap has no entry,
+    /// and a one-container bitmap's entry is a point read at its minimum's
+    /// block (most real bitmaps of small id sets have one container).
+    fn bm_source_stream(&self, db: u16, key: &[u8], version: u64, s: &BitmapSummary) -> Stream<'_> {
+        let it: EntryIter<'_> = match s.containers {
+            0 => Box::new(std::iter::empty()),
+            1 => {
+                let sub = ((s.min >> 16) as u16).to_be_bytes();
+                match self.data_get(db, key, version, &sub) {
+                    Ok(Some(v)) => Box::new(std::iter::once(Ok((sub.to_vec(), v)))),
+                    Ok(None) => Box::new(std::iter::once(Err(StoreError::corrupt(
+                        "bitmap summary names a container that is not stored",
+                    )))),
+                    Err(e) => Box::new(std::iter::once(Err(e))),
+                }
+            }
+            _ => return self.bm_stream(db, key, version, 0, false),
+        };
+        it.peekable()
+    }
+
     /// First (or, `reverse`, last) value of the key version, by a seek.
     fn bm_extreme(&self, db: u16, key: &[u8], version: u64, reverse: bool) -> Result<Option<u32>> {
         let from = if reverse { u16::MAX } else { 0 };
@@ -935,7 +957,7 @@ impl Txn {
             .zip(keys)
             .map(|(s, k)| {
                 s.filter(|(_, sum)| sum.card > 0)
-                    .map(|(v, _)| self.bm_stream(db, k, v, 0, false))
+                    .map(|(v, sum)| self.bm_source_stream(db, k, v, &sum))
             })
             .collect();
         match op {
@@ -1145,8 +1167,8 @@ impl Txn {
         f: &mut dyn FnMut(Option<ContainerRef<'_>>, Option<ContainerRef<'_>>) -> bool,
     ) -> Result<()> {
         let srcs = self.bm_sources(db, &[ka, kb])?;
-        let mut sa = srcs[0].map(|(v, _)| self.bm_stream(db, ka, v, 0, false));
-        let mut sb = srcs[1].map(|(v, _)| self.bm_stream(db, kb, v, 0, false));
+        let mut sa = srcs[0].map(|(v, sum)| self.bm_source_stream(db, ka, v, &sum));
+        let mut sb = srcs[1].map(|(v, sum)| self.bm_source_stream(db, kb, v, &sum));
         loop {
             let ha = match sa.as_mut() {
                 Some(s) => head(s)?,
