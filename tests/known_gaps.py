@@ -13,16 +13,12 @@ table from a run (reasons written by hand are kept).
 """
 
 GAPS: dict[str, str] = {
-    'test_connection.py::test_scenario[resp2-errors_echo_raw_bytes]': 'F14 error texts echo arguments as lossy UTF-8 and keep NULs (Redis: raw bytes, cut at NUL)',
-    'test_connection.py::test_scenario[resp3-errors_echo_raw_bytes]': 'F14 error texts echo arguments as lossy UTF-8 and keep NULs (Redis: raw bytes, cut at NUL)',
-    'test_fuzz_args.py::test_fuzz_arguments[seed2]': 'F13, F14, F18 (argument fuzzing hits them first)',
-    'test_persistence.py::test_shutdown_arguments': 'F12 SHUTDOWN NOSAVE SAVE shuts down; Redis answers ERR syntax error',
-    'test_server.py::test_scenario[resp2-slowlog_arity]': 'F16 SLOWLOG GET with extra arguments is accepted',
-    'test_server.py::test_scenario[resp3-slowlog_arity]': 'F16 SLOWLOG GET with extra arguments is accepted',
-    'test_strings.py::test_scenario[resp2-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, store-to-infra.md section 6)',
-    'test_strings.py::test_scenario[resp3-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, store-to-infra.md section 6)',
-    'test_transactions.py::test_scenario[resp2-exec_with_args]': 'F18 EXEC with arguments: EXECABORT text keeps an ERR prefix Redis drops',
-    'test_transactions.py::test_scenario[resp3-exec_with_args]': 'F18 EXEC with arguments: EXECABORT text keeps an ERR prefix Redis drops',
+    'test_connection.py::test_scenario[resp2-errors_echo_raw_bytes]': 'F14 error texts echo non-UTF-8 argument bytes as U+FFFD (Redis: the raw bytes)',
+    'test_connection.py::test_scenario[resp3-errors_echo_raw_bytes]': 'F14 error texts echo non-UTF-8 argument bytes as U+FFFD (Redis: the raw bytes)',
+    'test_fuzz_args.py::test_fuzz_arguments_resp3[seed1]': 'F14 (the RESP3 argument fuzzer sends non-UTF-8 options)',
+    'test_fuzz_args.py::test_fuzz_arguments_resp3[seed2]': 'F14 (the RESP3 argument fuzzer sends non-UTF-8 options)',
     'test_hashes.py::test_scenario[resp2-random_counts_extreme]': 'F19 HRANDFIELD WITHVALUES accepts |count| > LONG_MAX/2; Redis: ERR value is out of range',
     'test_hashes.py::test_scenario[resp3-random_counts_extreme]': 'F19 HRANDFIELD WITHVALUES accepts |count| > LONG_MAX/2; Redis: ERR value is out of range',
+    'test_strings.py::test_scenario[resp2-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, store-to-infra.md section 6)',
+    'test_strings.py::test_scenario[resp3-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, store-to-infra.md section 6)',
 }

@@ -313,23 +313,34 @@ def test_crash_during_large_batches(roaringd_server):
     c.close()
 
 
-@pytest.mark.parametrize("how", ["sigterm", "kill9"])
+@pytest.mark.parametrize("how,fsync", [("sigterm", "always"), ("kill9", "always"), ("sigterm", "everysec"),
+                                       ("shutdown", "no")])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_random_state_survives_restart(fresh, how, seed):
-    """A random command sequence, then a restart (clean, or kill -9 under
-    appendfsync always) of the roaringd side only: the whole database must
-    still equal Redis's (which was not restarted)."""
+def test_random_state_survives_restart(fresh, how, fsync, seed):
+    """A random command sequence, then a restart of the roaringd side only: clean
+    (SIGTERM / SHUTDOWN, any appendfsync: everything must be flushed on the way
+    out), or kill -9 under appendfsync always. The whole database must still
+    equal Redis's (which was not restarted)."""
     from diff import Pair
-    from test_random import compare_state, run_random
-    r, s = fresh(["--appendfsync", "always"])
+    from test_random import compare_state, run_random, run_random_pipelined
+    r, s = fresh(roaringd_args=["--appendfsync", fsync], redis_args=[])
     p = Pair(r, s)
     try:
-        run_random(p, seed + 500, "mixed", 250)
+        if seed == 2:
+            run_random_pipelined(p, seed + 500, 400)
+        else:
+            run_random(p, seed + 500, "mixed", 250)
         p.close()
         if how == "kill9":
             r.kill()
-        else:
+        elif how == "sigterm":
             r.terminate()
+        else:
+            c = RespClient(r.port)
+            c.send_raw(b"*1\r\n$8\r\nSHUTDOWN\r\n")
+            c.read_until_close(timeout=30)
+            c.close()
+            _wait_exit(r)
         r.start()
         p = Pair(r, s)
         compare_state(p, seed, "restart")

@@ -295,3 +295,18 @@ def test_bgsave(pair):
             assert time.monotonic() < deadline, side
             time.sleep(0.05)
         assert p["rdb_last_bgsave_status"] == "ok", side
+
+
+def test_info_expired_keys_counter(pair):
+    """expired_keys counts keys removed by expiry (lazy or active)."""
+    pair("CONFIG", "RESETSTAT")
+    for i in range(10):
+        pair("SET", f"e{i}", "v", "PX", "50")
+    time.sleep(0.2)
+    for i in range(10):
+        pair("GET", f"e{i}")  # lazy expiry, if the active cycle has not run yet
+    for side, c in pair.each():
+        st = parse_info(info_text(c.call("INFO", "stats")))["stats"]
+        assert int(st["expired_keys"]) == 10, (side, st["expired_keys"])
+        ks = parse_info(info_text(c.call("INFO", "keyspace"))).get("keyspace", {})
+        assert "db0" not in ks, (side, ks)

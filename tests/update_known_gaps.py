@@ -20,16 +20,13 @@ HERE = Path(__file__).resolve().parent
 
 
 def reason_of(msg: str) -> str:
-    m = re.search(r"unknown command '([^']+)'", msg)
-    if m:
-        return f"{m.group(1).upper()} not implemented (unknown command)"
-    m = re.search(r"unknown subcommand '([^']+)'", msg)
-    if m:
-        return f"subcommand {m.group(1).upper()} not implemented"
     lines = [l.strip() for l in msg.strip().splitlines() if l.strip()] or ["fails"]
     line = lines[0]
-    if "[random seed" in line and len(lines) > 1:
+    if ("[random" in line or "[fuzz" in line) and len(lines) > 1:
         line = lines[1]
+    m = re.search(r"roaringd Err\(value=b.ERR unknown command '([^']+)'", line)
+    if m:
+        return f"{m.group(1).upper()} not implemented (unknown command)"
     line = re.sub(r"^(diff\.DiffMismatch|AssertionError|E\s+)\s*:?\s*", "", line)
     line = re.sub(r"\s+", " ", line)
     return line[:160]

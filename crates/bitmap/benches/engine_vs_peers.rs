@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo bench -p roaringd-bitmap --bench engine_vs_peers
-//! ROARINGD_DATASETS=/path ROARINGD_BENCH_ROUNDS=9 ROARINGD_BENCH_ONLY=census1881 ...
+//! ROARINGD_DATASETS=/path ROARINGD_BENCH_ROUNDS=41 ROARINGD_BENCH_ONLY=census1881 ROARINGD_BENCH_OP=and ...
 //! ```
 //!
 //! Operations on the bitmaps as built from sorted values (arrays and bitsets,
@@ -166,7 +166,7 @@ fn main() {
     let rounds: usize = std::env::var("ROARINGD_BENCH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(7);
+        .unwrap_or(41);
     let only = std::env::var("ROARINGD_BENCH_ONLY").ok();
     // Profiling aid: ROARINGD_BENCH_OP=<op> runs only that operation.
     let only_op = std::env::var("ROARINGD_BENCH_OP").ok();

@@ -10,7 +10,7 @@ use crate::kv::{KvIter, Space, WriteBatch};
 use crate::locks::{stripe_of, Held, Slot};
 use crate::meta::{KeyMeta, Kind, MetaBrief, Summary};
 use crate::store::{counts_key, encode_counts, now_ms, Inner, Store};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::iter::Peekable;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -27,7 +27,7 @@ pub struct Txn {
     /// Meta overlay by meta key: `None` = deleted in this txn.
     meta: BTreeMap<Vec<u8>, Option<KeyMeta>>,
     /// Expire time of each touched key before this txn (`None` = absent).
-    orig: HashMap<Vec<u8>, Option<u64>>,
+    orig: BTreeMap<Vec<u8>, Option<u64>>,
     /// Data overlay by data key: `None` = deleted in this txn.
     data: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     touched: BTreeSet<(u16, Vec<u8>)>,
@@ -53,7 +53,7 @@ impl Txn {
             inner,
             now: now_ms(),
             meta: BTreeMap::new(),
-            orig: HashMap::new(),
+            orig: BTreeMap::new(),
             data: BTreeMap::new(),
             touched: BTreeSet::new(),
             versions: Vec::new(),
@@ -171,7 +171,15 @@ impl Txn {
         }
         let durability = Store::durability(&self.inner);
         deltas.retain(|_, d| *d != (0, 0));
-        if deltas.is_empty() {
+        if batch.is_empty() && deltas.is_empty() {
+            // A write that changed nothing (SET of the same value, SADD of
+            // a member present, ...) acknowledges state that an earlier
+            // commit wrote; under `always` make sure that one is synced too
+            // (it may date from before a switch to `always`).
+            if durability == crate::kv::Durability::Sync && !self.touched.is_empty() {
+                self.inner.kv.persist()?;
+            }
+        } else if deltas.is_empty() {
             self.write_or_forget(batch, durability)?;
         } else {
             let inner = Arc::clone(&self.inner);
@@ -316,8 +324,15 @@ impl Txn {
         self.check_db(db)?;
         self.ensure_locked(db, key);
         let mk = keys::meta_key(db, key);
-        self.load_meta(&mk)?;
-        self.meta.insert(mk, Some(m));
+        // A meta equal to the current one (HSET of an existing field, ...)
+        // needs no write: the overlay or the store already holds it.
+        let unchanged = match self.meta.get(&mk) {
+            Some(cur) => cur.as_ref() == Some(&m),
+            None => self.load_meta(&mk)?.as_ref() == Some(&m),
+        };
+        if !unchanged {
+            self.meta.insert(mk, Some(m));
+        }
         self.touched.insert((db, key.to_vec()));
         Ok(())
     }
@@ -330,7 +345,9 @@ impl Txn {
         self.check_db(db)?;
         self.ensure_locked(db, key);
         let mk = keys::meta_key(db, key);
-        self.load_meta(&mk)?;
+        if !self.orig.contains_key(&mk) {
+            self.load_meta(&mk)?;
+        }
         self.meta.insert(mk, None);
         self.touched.insert((db, key.to_vec()));
         Ok(())
@@ -700,6 +717,64 @@ mod tests {
                 format!("{}={v}", String::from_utf8(k).unwrap())
             })
             .collect()
+    }
+
+    /// Two keys of one stripe: the stripe's meta cache slot must follow
+    /// every commit (either key, named or locked on demand), a dropped Txn
+    /// and a flush.
+    #[test]
+    fn meta_cache_follows_commits_drops_and_flushes() {
+        let store = Store::open(crate::StoreConfig::default()).unwrap();
+        let a = b"a".to_vec();
+        let s = stripe_of(0, &a);
+        let b = (0..100_000u32)
+            .map(|i| format!("b{i}").into_bytes())
+            .find(|k| stripe_of(0, k) == s)
+            .unwrap();
+        let get = |k: &[u8]| store.begin(&[(0, k)]).get(0, k).unwrap();
+        let mut t = store.begin(&[(0, &a)]);
+        t.put_string(0, &a, b"1".to_vec(), 0, false).unwrap();
+        t.commit().unwrap();
+        assert_eq!(get(&a), Some(b"1".to_vec()));
+        // b written by a Txn that named only a (b's stripe is a's).
+        let mut t = store.begin(&[(0, &a)]);
+        assert_eq!(t.get(0, &a).unwrap(), Some(b"1".to_vec()));
+        t.put_string(0, &b, b"2".to_vec(), 0, false).unwrap();
+        t.commit().unwrap();
+        assert_eq!(get(&a), Some(b"1".to_vec()));
+        assert_eq!(get(&b), Some(b"2".to_vec()));
+        // Uncommitted writes never reach the cache.
+        let mut t = store.begin(&[(0, &a)]);
+        t.put_string(0, &a, b"3".to_vec(), 0, false).unwrap();
+        drop(t);
+        assert_eq!(get(&a), Some(b"1".to_vec()));
+        // A key written by another stripe's holder (on-demand lock).
+        let mut t = store.begin(&[(0, b"zzz")]);
+        t.put_string(0, &a, b"4".to_vec(), 0, false).unwrap();
+        t.commit().unwrap();
+        assert_eq!(get(&a), Some(b"4".to_vec()));
+        // Long strings are not cached but read correctly.
+        let long = vec![b'x'; CACHE_MAX_STRING + 1];
+        let mut t = store.begin(&[(0, &a)]);
+        t.put_string(0, &a, long.clone(), 0, false).unwrap();
+        t.commit().unwrap();
+        assert_eq!(get(&a), Some(long));
+        // Flushes delete behind the cache.
+        let mut t = store.begin(&[(0, &b)]);
+        t.put_string(0, &b, b"5".to_vec(), 0, false).unwrap();
+        t.commit().unwrap();
+        assert_eq!(get(&b), Some(b"5".to_vec()));
+        let mut t = store.begin_exclusive();
+        t.flush_db(0).unwrap();
+        t.commit().unwrap();
+        assert_eq!(get(&a), None);
+        assert_eq!(get(&b), None);
+        // Exclusive writers update behind the cache too.
+        assert_eq!(get(&a), None);
+        let mut t = store.begin_exclusive();
+        t.put_string(0, &a, b"6".to_vec(), 0, false).unwrap();
+        t.commit().unwrap();
+        assert_eq!(get(&a), Some(b"6".to_vec()));
     }
 
     #[test]

@@ -36,14 +36,6 @@ pub fn set_bits(a: &[u16], words: &mut [u64; BITSET_WORDS]) -> u32 {
     added
 }
 
-/// Sets the bits of every value in `a` in `words`, without counting (n-way union).
-#[inline]
-pub fn set_bits_uncounted(a: &[u16], words: &mut [u64; BITSET_WORDS]) {
-    for &v in a {
-        words[(v >> 6) as usize] |= 1u64 << (v & 63);
-    }
-}
-
 /// Number of maximal runs of consecutive values.
 pub fn count_runs(a: &[u16]) -> usize {
     if a.is_empty() {

@@ -216,7 +216,7 @@ impl<'a> ContainerRef<'a> {
     /// ORs all values into `words`.
     pub(crate) fn set_bits_in(&self, words: &mut [u64; BITSET_WORDS]) {
         match *self {
-            ContainerRef::Array(a) => array::set_bits_uncounted(a, words),
+            ContainerRef::Array(a) => (crate::kernels::get().set_list)(words, a),
             ContainerRef::Run { runs, .. } => run::set_bits(runs, words),
             ContainerRef::Bitset { words: w, .. } => {
                 (crate::kernels::get().or_words_in_place)(words, w)
@@ -479,7 +479,9 @@ impl ContainerBuf {
             let built = SCRATCH.with(|s| {
                 let mut s = s.try_borrow_mut().ok()?;
                 let g = f.take()?;
-                let n = g(&mut bytemuck::cast_slice_mut::<u64, u16>(&mut s[..])[..cap]);
+                // Up to 8 lanes of slack past `cap` let vector kernels store whole vectors.
+                let room = (cap + 8).min(SCRATCH_WORDS * 4);
+                let n = g(&mut bytemuck::cast_slice_mut::<u64, u16>(&mut s[..])[..room]);
                 let full = n / 4;
                 let mut words = Vec::with_capacity(1 + n.div_ceil(4));
                 words.push(header_word(Kind::Array, n as u32));

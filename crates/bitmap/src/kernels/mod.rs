@@ -55,6 +55,8 @@ pub struct Kernels {
     pub or_words_in_place: fn(&mut [u64], &[u64]),
     /// Number of set bits.
     pub popcount: fn(&[u64]) -> u64,
+    /// Sets the bit of every listed value, no count (array into bitset, n-way union).
+    pub set_list: fn(&mut Words, &[u16]),
 }
 
 /// The portable table.
@@ -77,6 +79,7 @@ pub static SCALAR: Kernels = Kernels {
     intersects_bitset_bitset: scalar::intersects_bitset_bitset,
     or_words_in_place: scalar::or_words_in_place,
     popcount: scalar::popcount,
+    set_list: scalar::set_list,
 };
 
 /// True when `ROARINGD_FORCE_SCALAR` is set to `1` (or `true`).
@@ -253,6 +256,11 @@ mod tests {
                     (k.intersects_bitset_bitset)(a, b)
                 );
                 let (mut x1, mut x2) = (a.clone(), a.clone());
+                for list in arrays() {
+                    (s.set_list)(&mut x1, &list);
+                    (k.set_list)(&mut x2, &list);
+                }
+                assert_eq!(x1, x2);
                 (s.or_words_in_place)(&mut x1[5..1000], &b[5..1000]);
                 (k.or_words_in_place)(&mut x2[5..1000], &b[5..1000]);
                 assert_eq!(x1, x2);

@@ -272,6 +272,12 @@ pub fn or_words_in_place(a: &mut [u64], b: &[u64]) {
     }
 }
 
+pub fn set_list(words: &mut Words, list: &[u16]) {
+    for &v in list {
+        words[(v >> 6) as usize] |= 1u64 << (v & 63);
+    }
+}
+
 pub fn popcount(words: &[u64]) -> u64 {
     words.iter().map(|w| w.count_ones() as u64).sum()
 }

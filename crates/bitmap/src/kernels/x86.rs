@@ -1,4 +1,4 @@
-//! x86-64 vector kernels: AVX2 (with POPCNT) and AVX-512 (F, BW, VPOPCNTDQ).
+//! x86-64 vector kernels: AVX2 (with POPCNT, BMI2) and AVX-512 (F, BW, VPOPCNTDQ).
 //!
 //! The only module with `unsafe`. Each kernel is a `#[target_feature]`
 //! function; the tables below wrap them in safe functions, and a table is
@@ -15,7 +15,9 @@ type Words = [u64; BITSET_WORDS];
 
 /// The widest table whose features this CPU has, if any.
 pub fn detect() -> Option<&'static Kernels> {
-    let avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt");
+    let avx2 = is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("popcnt")
+        && is_x86_feature_detected!("bmi2");
     if avx2
         && is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512bw")
@@ -174,6 +176,22 @@ fn popcount_avx2(w: &[u64]) -> u64 {
     hsum256(total) + w[i..].iter().map(|x| x.count_ones() as u64).sum::<u64>()
 }
 
+/// Bit scatter with BMI2 (`shrx`/`shlx`: one micro-op per variable shift).
+#[target_feature(enable = "bmi2")]
+fn set_list_bmi2(words: &mut Words, list: &[u16]) {
+    let mut chunks = list.chunks_exact(4);
+    for c in &mut chunks {
+        let (a, b, d, e) = (c[0], c[1], c[2], c[3]);
+        words[(a >> 6) as usize] |= 1u64 << (a & 63);
+        words[(b >> 6) as usize] |= 1u64 << (b & 63);
+        words[(d >> 6) as usize] |= 1u64 << (d & 63);
+        words[(e >> 6) as usize] |= 1u64 << (e & 63);
+    }
+    for &v in chunks.remainder() {
+        words[(v >> 6) as usize] |= 1u64 << (v & 63);
+    }
+}
+
 // ----- bitset kernels, AVX-512 ---------------------------------------------------------
 
 #[inline]
@@ -273,19 +291,14 @@ const PACK: [[u8; 16]; 256] = {
     t
 };
 
-/// Bit i set when lane i of `va` occurs anywhere in `vb`.
+/// Bit i set when lane i of `va` occurs anywhere in `vb` (SSE4.2 explicit-length
+/// string compare: unsigned words, equal-any, bit mask; zero lanes are ordinary values).
 #[inline]
 #[target_feature(enable = "avx2")]
 fn match_mask(va: __m128i, vb: __m128i) -> u32 {
-    let mut r = _mm_cmpeq_epi16(va, vb);
-    r = _mm_or_si128(r, _mm_cmpeq_epi16(va, _mm_alignr_epi8::<2>(vb, vb)));
-    r = _mm_or_si128(r, _mm_cmpeq_epi16(va, _mm_alignr_epi8::<4>(vb, vb)));
-    r = _mm_or_si128(r, _mm_cmpeq_epi16(va, _mm_alignr_epi8::<6>(vb, vb)));
-    r = _mm_or_si128(r, _mm_cmpeq_epi16(va, _mm_alignr_epi8::<8>(vb, vb)));
-    r = _mm_or_si128(r, _mm_cmpeq_epi16(va, _mm_alignr_epi8::<10>(vb, vb)));
-    r = _mm_or_si128(r, _mm_cmpeq_epi16(va, _mm_alignr_epi8::<12>(vb, vb)));
-    r = _mm_or_si128(r, _mm_cmpeq_epi16(va, _mm_alignr_epi8::<14>(vb, vb)));
-    _mm_movemask_epi8(_mm_packs_epi16(r, _mm_setzero_si128())) as u32 & 0xFF
+    let m =
+        _mm_cmpestrm::<{ _SIDD_UWORD_OPS | _SIDD_CMP_EQUAL_ANY | _SIDD_BIT_MASK }>(vb, 8, va, 8);
+    _mm_cvtsi128_si32(m) as u32 & 0xFF
 }
 
 #[inline]
@@ -346,15 +359,7 @@ fn and_array_array_sse(a: &[u16], b: &[u16], out: &mut [u16]) -> usize {
         return scalar::and_array_array(a, b, out);
     }
     let mut k = 0;
-    let (i, j) = intersect_blocks(a, b, |va, m| {
-        let packed = _mm_shuffle_epi8(va, load_pack(m));
-        let mut tmp = [0u16; 8];
-        // SAFETY: `tmp` is 16 writable bytes.
-        unsafe { _mm_storeu_si128(tmp.as_mut_ptr().cast(), packed) };
-        let n = m.count_ones() as usize;
-        out[k..k + n].copy_from_slice(&tmp[..n]);
-        k += n;
-    });
+    let (i, j) = intersect_blocks(a, b, |va, m| k += emit_lanes(va, m, out, k));
     k + scalar::and_array_array(&a[i..], &b[j..], &mut out[k..])
 }
 
@@ -370,15 +375,23 @@ fn and_array_array_len_sse(a: &[u16], b: &[u16]) -> usize {
 }
 
 /// Writes the lanes of `v` selected by the 8-bit `keep` mask to `out[k..]`; returns how many.
+///
+/// Stores all 8 lanes straight into `out` when it has room (the lanes past the
+/// count are overwritten later or ignored), else goes through a small buffer.
 #[inline]
 #[target_feature(enable = "avx2,popcnt")]
 fn emit_lanes(v: __m128i, keep: u32, out: &mut [u16], k: usize) -> usize {
     let packed = _mm_shuffle_epi8(v, load_pack(keep));
-    let mut tmp = [0u16; 8];
-    // SAFETY: `tmp` is 16 writable bytes.
-    unsafe { _mm_storeu_si128(tmp.as_mut_ptr().cast(), packed) };
     let n = keep.count_ones() as usize;
-    out[k..k + n].copy_from_slice(&tmp[..n]);
+    if let Some(dst) = out.get_mut(k..k + 8) {
+        // SAFETY: `dst` is 8 writable lanes (16 bytes).
+        unsafe { _mm_storeu_si128(dst.as_mut_ptr().cast(), packed) };
+    } else {
+        let mut tmp = [0u16; 8];
+        // SAFETY: `tmp` is 16 writable bytes.
+        unsafe { _mm_storeu_si128(tmp.as_mut_ptr().cast(), packed) };
+        out[k..k + n].copy_from_slice(&tmp[..n]);
+    }
     n
 }
 
@@ -446,14 +459,7 @@ fn store_unique(prev: __m128i, v: __m128i, out: &mut [u16], k: usize) -> usize {
         _mm_setzero_si128(),
     )) as u32
         & 0xFF;
-    let keep = !dup & 0xFF;
-    let packed = _mm_shuffle_epi8(v, load_pack(keep));
-    let mut tmp = [0u16; 8];
-    // SAFETY: `tmp` is 16 writable bytes.
-    unsafe { _mm_storeu_si128(tmp.as_mut_ptr().cast(), packed) };
-    let n = keep.count_ones() as usize;
-    out[k..k + n].copy_from_slice(&tmp[..n]);
-    n
+    emit_lanes(v, !dup & 0xFF, out, k)
 }
 
 /// Sorted-array union: 8-lane merge network over blocks taken from the side
@@ -642,6 +648,7 @@ wrap!(and_len_avx2_w, and_len_avx2, (a: &Words, b: &Words) -> u32);
 wrap!(intersects_avx2_w, intersects_avx2, (a: &Words, b: &Words) -> bool);
 wrap!(or_words_avx2_w, or_words_avx2, (a: &mut [u64], b: &[u64]) -> ());
 wrap!(popcount_avx2_w, popcount_avx2, (w: &[u64]) -> u64);
+wrap!(set_list_w, set_list_bmi2, (w: &mut Words, l: &[u16]) -> ());
 wrap!(and_arr_w, and_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
 wrap!(and_arr_len_w, and_array_array_len_sse, (a: &[u16], b: &[u16]) -> usize);
 wrap!(andnot_arr_w, andnot_array_array_sse, (a: &[u16], b: &[u16], o: &mut [u16]) -> usize);
@@ -678,6 +685,7 @@ pub static AVX2: Kernels = Kernels {
     intersects_bitset_bitset: intersects_avx2_w,
     or_words_in_place: or_words_avx2_w,
     popcount: popcount_avx2_w,
+    set_list: set_list_w,
 };
 
 /// AVX-512 (F, BW, VPOPCNTDQ) table; array kernels shared with AVX2.
@@ -700,4 +708,5 @@ pub static AVX512: Kernels = Kernels {
     intersects_bitset_bitset: intersects_avx2_w,
     or_words_in_place: or_words_avx2_w,
     popcount: popcount_avx512_w,
+    set_list: set_list_w,
 };
