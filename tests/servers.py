@@ -54,6 +54,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class PortTaken(RuntimeError):
+    pass
+
+
 class ServerProcess:
     """One server process on 127.0.0.1:port with its own data directory."""
 
@@ -66,6 +70,7 @@ class ServerProcess:
         self.own_dir = dir is None
         self.dir = dir or tempfile.mkdtemp(prefix=f"rtest-{kind}-")
         self.port = port or free_port()
+        self.port_fixed = port is not None
         self.proc: subprocess.Popen | None = None
         self.log_path = os.path.join(self.dir, f"{kind}-{self.port}.log")
         self.password: str | None = None
@@ -93,6 +98,20 @@ class ServerProcess:
         return args + self.extra_args
 
     def start(self, timeout: float = 30.0):
+        """Start and wait until this process answers PING. With an automatically
+        chosen port, a port taken by someone else in the meantime is retried on a
+        new one (several test sessions share the machine)."""
+        for attempt in range(4):
+            try:
+                return self._start_once(timeout)
+            except PortTaken:
+                if self.port_fixed or attempt == 3:
+                    raise
+                self.port = free_port()
+                self.log_path = os.path.join(self.dir, f"{self.kind}-{self.port}.log")
+        return self
+
+    def _start_once(self, timeout: float):
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=self.dir)
@@ -101,21 +120,37 @@ class ServerProcess:
         last = None
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.kind} exited with {self.proc.returncode} at start:\n{self.log_tail()}")
+                tail = self.log_tail()
+                self.proc = None
+                if "in use" in tail.lower():
+                    raise PortTaken(tail)
+                raise RuntimeError(f"{self.kind} exited at start:\n{tail}")
             try:
                 c = RespClient(self.port, timeout=2)
                 try:
                     r = c.call("PING")
+                    if r is not None and self._is_mine(c):
+                        return self
                 finally:
                     c.close()
-                # PING under requirepass answers NOAUTH: the server is up
-                if r is not None:
-                    return self
             except (OSError, ValueError) as e:
                 last = e
             time.sleep(0.05)
         self.kill()
         raise RuntimeError(f"{self.kind} did not answer PING within {timeout}s ({last}):\n{self.log_tail()}")
+
+    def _is_mine(self, c) -> bool:
+        """The server answering on our port is our process (not another session's)."""
+        if self.password:
+            c.call("AUTH", self.password)
+        info = c.call("INFO", "server")
+        if isinstance(info, Err) or info is None:
+            return self.proc.poll() is None
+        text = info.value if hasattr(info, "value") else info
+        for line in text.decode(errors="replace").splitlines():
+            if line.startswith("process_id:"):
+                return int(line.split(":", 1)[1]) == self.proc.pid
+        return self.proc.poll() is None
 
     def log_tail(self, n: int = 4000) -> str:
         try:
