@@ -587,6 +587,10 @@ pub const FAMILIES: &[&[CommandSpec]] = &[
     commands::strings::COMMANDS,
     commands::sets::COMMANDS,
     commands::hashes::COMMANDS,
+    commands::tr_write::COMMANDS,
+    commands::tr_read::COMMANDS,
+    commands::tr_setops::COMMANDS,
+    commands::tr_admin::COMMANDS,
 ];
 
 /// Longest command name the lookup considers (longer names are unknown).

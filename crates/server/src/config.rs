@@ -105,6 +105,11 @@ pub struct Config {
     pub pidfile: String,
     /// `protected-mode` (accepted for compatibility).
     pub protected_mode: bool,
+    /// `tr-max-reply-bytes` (512 MiB): the largest reply TR.RANGE,
+    /// TR.RANGEBITARRAY, TR.GETBITS, TR.SCAN and TR.EXPORT may build; past
+    /// it they reply `ERR invalid arguments, maybe out of range or illegal`
+    /// (spec open point 8).
+    pub tr_max_reply_bytes: u64,
     /// `io-threads`: runtime worker threads (0 = one per core).
     pub io_threads: u64,
 }
@@ -129,6 +134,7 @@ impl Default for Config {
             hz: 10,
             maxmemory: 0,
             cache_bytes: 64 * 1024 * 1024,
+            tr_max_reply_bytes: 512 * 1024 * 1024,
             daemonize: false,
             appendonly: true,
             save: String::new(),
@@ -163,6 +169,7 @@ pub const NAMES: &[&str] = &[
     "save",
     "pidfile",
     "protected-mode",
+    "tr-max-reply-bytes",
     "io-threads",
 ];
 
@@ -317,6 +324,7 @@ impl Config {
             "protected-mode" => self.protected_mode = yes_no(one()?)?,
             "save" => self.save = values.join(" "),
             "pidfile" => self.pidfile = one()?.to_string(),
+            "tr-max-reply-bytes" => self.tr_max_reply_bytes = memory(one()?)?,
             "io-threads" => self.io_threads = number(one()?)?,
             _ => return Err(SetError::Unknown),
         }
@@ -355,6 +363,7 @@ impl Config {
             "protected-mode" => if self.protected_mode { "yes" } else { "no" }.into(),
             "save" => self.save.clone(),
             "pidfile" => self.pidfile.clone(),
+            "tr-max-reply-bytes" => self.tr_max_reply_bytes.to_string(),
             "io-threads" => self.io_threads.to_string(),
             _ => return None,
         })

@@ -39,6 +39,12 @@ pub enum CommandError {
     ExecAbort,
     /// `ERR DB index is out of range`
     DbIndexOutOfRange,
+    /// `ERR bad arguments, must be unsigned 32-bit integer` (TR.* numeric
+    /// argument that does not parse as an unsigned 32-bit value; spec 0.5).
+    NotU32,
+    /// `ERR invalid arguments, maybe out of range or illegal` (TR.* argument
+    /// that parses but is not acceptable; spec 0.5, open point 12).
+    OutOfRange,
     /// `ERR <text>`: any other `ERR` error.
     Err(Cow<'static, str>),
     /// A full error text with its own code (`NOPROTO ...`, `BUSYKEY ...`).
@@ -127,6 +133,12 @@ impl fmt::Display for CommandError {
                 f.write_str("EXECABORT Transaction discarded because of previous errors.")
             }
             CommandError::DbIndexOutOfRange => f.write_str("ERR DB index is out of range"),
+            CommandError::NotU32 => {
+                f.write_str("ERR bad arguments, must be unsigned 32-bit integer")
+            }
+            CommandError::OutOfRange => {
+                f.write_str("ERR invalid arguments, maybe out of range or illegal")
+            }
             CommandError::Err(text) => write!(f, "ERR {text}"),
             CommandError::Custom(text) => f.write_str(text),
             CommandError::Store(e) => write!(f, "{e}"),

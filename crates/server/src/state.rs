@@ -78,6 +78,8 @@ pub struct HotConfig {
     pub slowlog_max_len: AtomicU64,
     /// `timeout`: idle seconds before a client is closed (0 = never).
     pub timeout: AtomicU64,
+    /// `tr-max-reply-bytes`: reply-size ceiling of the large TR.* replies.
+    pub tr_max_reply_bytes: AtomicU64,
 }
 
 impl HotConfig {
@@ -87,6 +89,8 @@ impl HotConfig {
             .store(c.slowlog_log_slower_than, Ordering::Relaxed);
         self.slowlog_max_len
             .store(c.slowlog_max_len, Ordering::Relaxed);
+        self.tr_max_reply_bytes
+            .store(c.tr_max_reply_bytes, Ordering::Relaxed);
     }
 }
 

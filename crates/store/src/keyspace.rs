@@ -343,7 +343,7 @@ impl Txn {
 
     /// OBJECT ENCODING, as Redis 7.0 would name it: strings `int` /
     /// `embstr` / `raw`; sets `intset` / `hashtable`; hashes `listpack` /
-    /// `hashtable`. `None` when the key is absent.
+    /// `hashtable`; bitmaps `roaring` (our own name: the type is not Redis's). `None` when the key is absent.
     ///
     /// # Errors
     /// `Io` / `Corrupt`.
@@ -375,6 +375,8 @@ impl Txn {
                     "listpack"
                 }
             }
+            // Containers in the engine's serialized Roaring form.
+            Summary::Bitmap(_) => "roaring",
         }))
     }
 
@@ -382,7 +384,8 @@ impl Txn {
     /// its element entries, keys and values, before compression). With
     /// `samples > 0` and more elements than that, the element bytes are
     /// estimated from the first `samples` elements times the cardinality
-    /// (Redis samples 5 by default; 0 = all). `None` when absent. Not
+    /// (Redis samples 5 by default; 0 = all); bitmaps are exact from their
+    /// summary without a scan. `None` when absent. Not
     /// counted as a keyspace hit / miss (as in Redis).
     ///
     /// # Errors
@@ -396,6 +399,14 @@ impl Txn {
             Summary::String(_) => return Ok(Some(total)),
             Summary::Set { card } => card,
             Summary::Hash { len, .. } => len,
+            // Exact from the summary: each container entry is its key
+            // (prefix + 2-byte block) and its bytes (4-byte header +
+            // payload, which is what the census counts).
+            Summary::Bitmap(b) => {
+                let plen = keys::data_prefix(db, key, m.version).len() as u64;
+                let payload: u64 = b.kinds.iter().map(|k| k.bytes).sum();
+                return Ok(Some(total + b.containers * (plen + 2 + 4) + payload));
+            }
         };
         let plen = keys::data_prefix(db, key, m.version).len() as u64;
         let mut seen = 0u64;

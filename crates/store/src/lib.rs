@@ -26,6 +26,7 @@
 //!   member / field for elements) is at most 65,535 bytes (fjall's limit),
 //!   reported as `StoreError::KeyTooLong`.
 
+pub mod bitmaps;
 pub mod error;
 pub mod glob;
 pub mod hashes;
@@ -47,6 +48,6 @@ pub mod txn;
 pub use error::{Result, StoreError};
 pub use glob::{glob_match, glob_match_nocase};
 pub use kv::{Durability, Kv, KvRead, KvStats, Space, WriteBatch};
-pub use meta::{KeyMeta, Kind, MetaBrief, Summary};
+pub use meta::{BitmapSummary, KeyMeta, Kind, KindCensus, MetaBrief, Summary, BITMAP_TYPE_NAME};
 pub use store::{now_ms, DbStats, Store, StoreConfig, StoreStats, SyncMode};
 pub use txn::Txn;

@@ -1,0 +1,146 @@
+//! Argument parsing shared by the TR.* family files (`tr_write`, `tr_read`,
+//! `tr_setops`, `tr_admin`), with the spec's error classes (section 0.5,
+//! open point 12): a number that does not parse as an unsigned 32-bit value
+//! is [`CommandError::NotU32`]; a value that parses but is not acceptable
+//! (start > end, a bit value other than 0/1, a bad count) is
+//! [`CommandError::OutOfRange`]. Also the reply-size ceiling
+//! (`tr-max-reply-bytes`, open point 8).
+
+use std::sync::atomic::Ordering;
+
+use roaringd_resp::Args;
+
+use crate::ctx::Ctx;
+use crate::error::CommandError;
+
+/// Parses an offset: plain decimal digits, 0 ..= 2^32 − 1 (open point 17:
+/// 2^32 and above, signs and other text are `NotU32`).
+///
+/// # Errors
+/// `NotU32`.
+pub fn u32_of(b: &[u8]) -> Result<u32, CommandError> {
+    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
+        return Err(CommandError::NotU32);
+    }
+    // Leading zeros are fine (`000123`, as load generators pad numbers).
+    let digits = &b[b.iter().position(|&c| c != b'0').unwrap_or(b.len())..];
+    if digits.len() > 10 {
+        return Err(CommandError::NotU32);
+    }
+    let mut v = 0u64;
+    for &c in digits {
+        v = v * 10 + u64::from(c - b'0');
+    }
+    u32::try_from(v).map_err(|_| CommandError::NotU32)
+}
+
+/// The next argument as an offset.
+///
+/// # Errors
+/// `NotU32`; `Syntax` when no argument is left (arity guards that).
+pub fn next_u32(args: &mut Args<'_>) -> Result<u32, CommandError> {
+    u32_of(args.next_bytes()?)
+}
+
+/// Every remaining argument as an offset; all are validated before any is
+/// used, so a bad one writes nothing (spec 1.2).
+///
+/// # Errors
+/// `NotU32`.
+pub fn rest_u32(args: &mut Args<'_>) -> Result<Vec<u32>, CommandError> {
+    args.rest().map(u32_of).collect()
+}
+
+/// An inclusive `start end` pair.
+///
+/// # Errors
+/// `NotU32` for a bad number; `OutOfRange` when `start > end`.
+pub fn next_range(args: &mut Args<'_>) -> Result<(u32, u32), CommandError> {
+    let start = next_u32(args)?;
+    let end = next_u32(args)?;
+    if start > end {
+        return Err(CommandError::OutOfRange);
+    }
+    Ok((start, end))
+}
+
+/// A bit value: exactly `0` or `1`.
+///
+/// # Errors
+/// `OutOfRange` for anything else (spec 1.1 / 2.4 recommendation).
+pub fn bit_of(b: &[u8]) -> Result<bool, CommandError> {
+    match b {
+        b"0" => Ok(false),
+        b"1" => Ok(true),
+        _ => Err(CommandError::OutOfRange),
+    }
+}
+
+/// A signed decimal integer (TR.BITPOS count, TR.SCAN COUNT,
+/// TR.APPENDBITARRAY offset).
+///
+/// # Errors
+/// `NotU32` (the "bad arguments" class) when it does not parse.
+pub fn i64_of(b: &[u8]) -> Result<i64, CommandError> {
+    roaringd_resp::args::parse_i64(b).ok_or(CommandError::NotU32)
+}
+
+/// Checks a string of `0` / `1` characters (TR.APPENDBITARRAY,
+/// TR.SETBITARRAY, TR.LOADSTRING; open point 11).
+///
+/// # Errors
+/// `OutOfRange` on any other character.
+pub fn check_bit_string(b: &[u8]) -> Result<(), CommandError> {
+    if b.iter().all(|&c| c == b'0' || c == b'1') {
+        Ok(())
+    } else {
+        Err(CommandError::OutOfRange)
+    }
+}
+
+/// The reply-size ceiling `tr-max-reply-bytes`.
+pub fn max_reply_bytes(ctx: &Ctx<'_>) -> u64 {
+    ctx.server.hot.tr_max_reply_bytes.load(Ordering::Relaxed)
+}
+
+/// Encoded size of an integer reply `:<v>\r\n`.
+pub fn int_reply_len(v: u64) -> u64 {
+    let digits = if v == 0 { 1 } else { u64::from(v.ilog10()) + 1 };
+    digits + 3
+}
+
+/// Fails with `OutOfRange` when `bytes` passes the reply ceiling.
+///
+/// # Errors
+/// `OutOfRange` (open point 8).
+pub fn check_reply(ctx: &Ctx<'_>, bytes: u64) -> Result<(), CommandError> {
+    if bytes > max_reply_bytes(ctx) {
+        Err(CommandError::OutOfRange)
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn u32_of_accepts_the_domain_and_padding_and_rejects_the_rest() {
+        assert_eq!(u32_of(b"0"), Ok(0));
+        assert_eq!(u32_of(b"4294967295"), Ok(u32::MAX));
+        assert_eq!(u32_of(b"000000001234"), Ok(1234));
+        assert_eq!(u32_of(b"0000"), Ok(0));
+        for bad in [
+            &b""[..],
+            b"4294967296",
+            b"-1",
+            b"+1",
+            b" 1",
+            b"1x",
+            b"99999999999",
+        ] {
+            assert_eq!(u32_of(bad), Err(CommandError::NotU32), "{bad:?}");
+        }
+    }
+}

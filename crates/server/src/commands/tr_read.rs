@@ -1,0 +1,278 @@
+//! TairRoaring read commands (spec section 2): TR.GETBIT, TR.GETBITS,
+//! TR.BITCOUNT, TR.BITPOS, TR.SCAN, TR.RANGE, TR.RANGEBITARRAY, TR.MIN,
+//! TR.MAX, TR.RANK. Missing keys get the fixed replies of spec section 6.
+//! The large replies (GETBITS, SCAN, RANGE, RANGEBITARRAY) are bounded by
+//! `tr-max-reply-bytes` (open point 8): past it the command replies
+//! `ERR invalid arguments, maybe out of range or illegal` and never builds
+//! the reply.
+
+use roaringd_resp::Args;
+
+use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
+use crate::commands::tr_args::{
+    bit_of, check_reply, i64_of, int_reply_len, max_reply_bytes, next_range, next_u32, rest_u32,
+};
+use crate::ctx::Ctx;
+use crate::error::CommandError;
+use crate::reply::Reply;
+
+const R: &[Flag] = &[Flag::Readonly];
+const RF: &[Flag] = &[Flag::Readonly, Flag::Fast];
+const ACL: &[AclCat] = &[AclCat::Bitmap];
+const K1: KeySpec = KeySpec::range(1, 1, 1);
+
+const fn row(
+    name: &'static str,
+    arity: i32,
+    handler: crate::command_table::Handler,
+    flags: &'static [Flag],
+    summary: &'static str,
+) -> CommandSpec {
+    CommandSpec::new(name, arity, handler)
+        .flags(flags)
+        .keys(K1)
+        .acl(ACL)
+        .doc(summary, "1.0.0", "bitmap")
+        .key_flags(&["RO", "access"])
+}
+
+/// Rows of this family.
+pub const COMMANDS: &[CommandSpec] = &[
+    row(
+        "tr.getbit",
+        3,
+        get_bit,
+        RF,
+        "Returns a bit of a Roaring bitmap.",
+    ),
+    row(
+        "tr.getbits",
+        -3,
+        get_bits,
+        R,
+        "Returns bits of a Roaring bitmap, in the order given.",
+    ),
+    row(
+        "tr.bitcount",
+        -2,
+        bit_count,
+        R,
+        "Counts the set bits of a Roaring bitmap, optionally in an offset range.",
+    ),
+    row(
+        "tr.bitpos",
+        -3,
+        bit_pos,
+        R,
+        "Finds the count-th bit equal to a value.",
+    ),
+    row(
+        "tr.scan",
+        -3,
+        scan,
+        R,
+        "Iterates the set bits of a Roaring bitmap from an offset.",
+    ),
+    row(
+        "tr.range",
+        4,
+        range,
+        R,
+        "Returns the set bits in an inclusive offset range.",
+    ),
+    row(
+        "tr.rangebitarray",
+        4,
+        range_bit_array,
+        R,
+        "Renders an offset range as a 0/1 string.",
+    ),
+    row("tr.min", 2, min, RF, "Returns the smallest set bit, or -1."),
+    row("tr.max", 2, max, RF, "Returns the largest set bit, or -1."),
+    row(
+        "tr.rank",
+        3,
+        rank,
+        R,
+        "Counts the set bits at or below an offset.",
+    ),
+];
+
+fn int_array(vals: impl IntoIterator<Item = i64>) -> Reply {
+    Reply::Array(vals.into_iter().map(Reply::Integer).collect())
+}
+
+/// TR.GETBIT key offset → 0/1; missing key → 0.
+fn get_bit(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    let key = args.next_bytes()?;
+    let off = next_u32(args)?;
+    let db = ctx.db;
+    Ok(Reply::Integer(i64::from(
+        ctx.txn()?.tr_getbit(db, key, off)?,
+    )))
+}
+
+/// TR.GETBITS key offset... → one 0/1 per offset in the order given;
+/// missing key → empty array (spec 2.2).
+fn get_bits(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    let key = args.next_bytes()?;
+    let offs = rest_u32(args)?;
+    let db = ctx.db;
+    // A missing key answers an empty array whatever the request's size.
+    if ctx.txn()?.tr_summary(db, key)?.is_none() {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    check_reply(ctx, offs.len() as u64 * 4)?;
+    Ok(match ctx.txn()?.tr_getbits(db, key, &offs)? {
+        Some(bits) => int_array(bits.into_iter().map(i64::from)),
+        None => Reply::Array(Vec::new()),
+    })
+}
+
+/// TR.BITCOUNT key [start end] → set bits overall (from `meta`) or in the
+/// inclusive offset range. Exactly 2 or 4 arguments (spec 2.3: both bounds
+/// or neither, arity error otherwise).
+fn bit_count(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    let key = args.next_bytes()?;
+    let db = ctx.db;
+    match args.remaining() {
+        0 => {
+            let s = ctx.txn()?.tr_summary(db, key)?;
+            Ok(Reply::Integer(s.map_or(0, |s| s.card) as i64))
+        }
+        2 => {
+            let (start, end) = next_range(args)?;
+            Ok(Reply::Integer(
+                ctx.txn()?.tr_count_range(db, key, start, end)? as i64,
+            ))
+        }
+        _ => Err(CommandError::Arity("tr.bitcount".into())),
+    }
+}
+
+/// TR.BITPOS key value [count] → offset of the count-th bit equal to
+/// `value` (negative count: counting down from the highest set bit), −1
+/// when none (open point 5: a count beyond the candidates gives −1). value
+/// not 0/1 or count 0 → `OutOfRange`; a non-numeric count → `NotU32`.
+fn bit_pos(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    let key = args.next_bytes()?;
+    let value = bit_of(args.next_bytes()?)?;
+    let count = match args.remaining() {
+        0 => 1,
+        1 => i64_of(args.next_bytes()?)?,
+        _ => return Err(CommandError::Arity("tr.bitpos".into())),
+    };
+    if count == 0 {
+        return Err(CommandError::OutOfRange);
+    }
+    let db = ctx.db;
+    Ok(Reply::Integer(ctx.txn()?.tr_bitpos(db, key, value, count)?))
+}
+
+/// TR.SCAN key start_offset [COUNT count] → `[cursor, [offsets]]`: up to
+/// `count` (default 10) set bits ≥ start; cursor = the next set bit, or 0
+/// when done (spec 2.5). Missing key → `[0, []]`. COUNT ≤ 0 →
+/// `OutOfRange`; another keyword or a missing value → syntax error.
+fn scan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    let key = args.next_bytes()?;
+    let start = next_u32(args)?;
+    let mut count: i64 = 10;
+    while args.remaining() > 0 {
+        if args.eat_keyword("COUNT") && args.remaining() > 0 {
+            count = i64_of(args.next_bytes()?)?;
+            if count <= 0 {
+                return Err(CommandError::OutOfRange);
+            }
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    // Never collect more than the ceiling allows (4 bytes per value at least).
+    let cap = (max_reply_bytes(ctx) / 4).min(u64::from(u32::MAX) + 1);
+    let count = (count as u64).min(cap + 1) as usize;
+    let db = ctx.db;
+    let Some((cursor, vals)) = ctx.txn()?.tr_scan(db, key, start, count)? else {
+        return Ok(Reply::Array(vec![
+            Reply::Integer(0),
+            Reply::Array(Vec::new()),
+        ]));
+    };
+    let bytes: u64 = vals.iter().map(|&v| int_reply_len(u64::from(v))).sum();
+    check_reply(ctx, bytes + 32)?;
+    Ok(Reply::Array(vec![
+        Reply::Integer(i64::from(cursor)),
+        int_array(vals.into_iter().map(i64::from)),
+    ]))
+}
+
+/// TR.RANGE key start end → the set bits in `[start, end]` ascending;
+/// missing key → empty array; start > end → `OutOfRange` (spec 2.6).
+fn range(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    let key = args.next_bytes()?;
+    let (start, end) = next_range(args)?;
+    let max = max_reply_bytes(ctx);
+    let cap = usize::try_from(max / 4).unwrap_or(usize::MAX - 1);
+    let db = ctx.db;
+    // Refuse before collecting anything when even the smallest encoding
+    // (4 bytes per value) would pass the ceiling.
+    let n = ctx.txn()?.tr_count_range(db, key, start, end)?;
+    if n.saturating_mul(4) > max {
+        return Err(CommandError::OutOfRange);
+    }
+    let Some(vals) = ctx.txn()?.tr_range(db, key, start, end, cap)? else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    if vals.len() > cap {
+        return Err(CommandError::OutOfRange);
+    }
+    let bytes: u64 = vals.iter().map(|&v| int_reply_len(u64::from(v))).sum();
+    check_reply(ctx, bytes + 16)?;
+    Ok(int_array(vals.into_iter().map(i64::from)))
+}
+
+/// TR.RANGEBITARRAY key start end → `end − start + 1` characters of 0/1;
+/// missing key → nil (spec 2.7). A width past the ceiling → `OutOfRange`.
+fn range_bit_array(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    let key = args.next_bytes()?;
+    let (start, end) = next_range(args)?;
+    let db = ctx.db;
+    // A missing key answers nil whatever the width.
+    if ctx.txn()?.tr_summary(db, key)?.is_none() {
+        return Ok(Reply::Null);
+    }
+    check_reply(ctx, u64::from(end) - u64::from(start) + 1 + 16)?;
+    Ok(Reply::bulk_or_null(
+        ctx.txn()?.tr_range_bits(db, key, start, end)?,
+    ))
+}
+
+/// TR.MIN key → smallest set bit; −1 when missing or empty (from `meta`).
+fn min(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    extreme(ctx, args, false)
+}
+
+/// TR.MAX key → largest set bit; −1 when missing or empty (from `meta`).
+fn max(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    extreme(ctx, args, true)
+}
+
+fn extreme(ctx: &mut Ctx<'_>, args: &mut Args<'_>, top: bool) -> Result<Reply, CommandError> {
+    let key = args.next_bytes()?;
+    let db = ctx.db;
+    let v = match ctx.txn()?.tr_summary(db, key)? {
+        Some(s) if s.card > 0 => i64::from(if top { s.max } else { s.min }),
+        _ => -1,
+    };
+    Ok(Reply::Integer(v))
+}
+
+/// TR.RANK key offset → set bits in `[0, offset]`; missing key → −1
+/// (spec 2.9, open point 16: offset validated as unsigned 32-bit).
+fn rank(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    let key = args.next_bytes()?;
+    let off = next_u32(args)?;
+    let db = ctx.db;
+    Ok(Reply::Integer(
+        ctx.txn()?.tr_rank(db, key, off)?.map_or(-1, |n| n as i64),
+    ))
+}

@@ -1,0 +1,419 @@
+//! Bitmap keys under the generic keyspace commands and across families:
+//! WRONGTYPE both ways, TYPE / SCAN TYPE, OBJECT ENCODING, MEMORY USAGE,
+//! EXPIRE / TTL / PERSIST, RENAME, SELECT, FLUSHDB, MULTI/EXEC with WATCH,
+//! COMMAND INFO / GETKEYS of the TR rows, RESP3 replies, and the reply-size
+//! ceiling (`tr-max-reply-bytes`).
+
+use roaringd_testkit::{Client, Frame, TestServer};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_roaringd")
+}
+
+fn int(n: i64) -> Frame {
+    Frame::Integer(n)
+}
+
+fn ok() -> Frame {
+    Frame::Simple(b"OK".to_vec())
+}
+
+fn status(s: &str) -> Frame {
+    Frame::Simple(s.as_bytes().to_vec())
+}
+
+fn err(t: &str) -> Frame {
+    Frame::Error(t.as_bytes().to_vec())
+}
+
+const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+const OUT_OF_RANGE: &str = "ERR invalid arguments, maybe out of range or illegal";
+
+fn call(c: &mut Client, args: &[&str]) -> Frame {
+    c.call(args).unwrap()
+}
+
+#[test]
+fn wrongtype_across_families_and_generic_commands() {
+    let s = TestServer::start_with(bin(), &[]);
+    let mut c = s.client();
+    assert_eq!(call(&mut c, &["TR.SETBITS", "b", "1", "70000"]), int(2));
+    assert_eq!(call(&mut c, &["SADD", "set", "x"]), int(1));
+    assert_eq!(call(&mut c, &["HSET", "h", "f", "v"]), int(1));
+    for req in [
+        &["GET", "b"][..],
+        &["SADD", "b", "x"],
+        &["HGET", "b", "f"],
+        &["APPEND", "b", "x"],
+        &["SMEMBERS", "b"],
+    ] {
+        assert_eq!(call(&mut c, req), err(WRONGTYPE), "{req:?}");
+    }
+    for req in [
+        &["TR.GETBIT", "set", "1"][..],
+        &["TR.SETBIT", "h", "1", "1"],
+        &["TR.BITCOUNT", "h"],
+        &["TR.CONTAINS", "b", "set"],
+        &["TR.JACCARD", "set", "b"],
+        &["TR.BITOPCARD", "OR", "b", "h"],
+        &["TR.STAT", "set"],
+        &["TR.EXPORT", "set"],
+    ] {
+        assert_eq!(call(&mut c, req), err(WRONGTYPE), "{req:?}");
+    }
+    // Nothing changed by the refused writes.
+    assert_eq!(call(&mut c, &["TR.BITCOUNT", "b"]), int(2));
+    assert_eq!(call(&mut c, &["TYPE", "b"]), status("TairRoaring"));
+    assert_eq!(
+        call(&mut c, &["OBJECT", "ENCODING", "b"]),
+        Frame::Bulk(b"roaring".to_vec())
+    );
+    match call(&mut c, &["MEMORY", "USAGE", "b"]) {
+        Frame::Integer(n) => assert!(n > 0 && n < 200, "{n}"),
+        f => panic!("{f:?}"),
+    }
+    let scan = call(
+        &mut c,
+        &["SCAN", "0", "TYPE", "TairRoaring", "COUNT", "100"],
+    );
+    assert_eq!(
+        scan,
+        Frame::Array(vec![
+            Frame::Bulk(b"0".to_vec()),
+            Frame::Array(vec![Frame::Bulk(b"b".to_vec())])
+        ])
+    );
+    // EXPIRE / TTL / PERSIST, RENAME keeps content and TTL.
+    assert_eq!(call(&mut c, &["EXPIRE", "b", "100"]), int(1));
+    assert_eq!(call(&mut c, &["RENAME", "b", "b2"]), ok());
+    assert!(matches!(call(&mut c, &["TTL", "b2"]), Frame::Integer(t) if t > 0 && t <= 100));
+    assert_eq!(
+        call(&mut c, &["TR.RANGE", "b2", "0", "100000"]),
+        Frame::Array(vec![int(1), int(70000)])
+    );
+    assert_eq!(call(&mut c, &["PERSIST", "b2"]), int(1));
+    assert_eq!(call(&mut c, &["TTL", "b2"]), int(-1));
+    // TR.SETBITS keeps a TTL; whole-value replacements drop it (open point 14).
+    assert_eq!(call(&mut c, &["EXPIRE", "b2", "100"]), int(1));
+    assert_eq!(call(&mut c, &["TR.SETBITS", "b2", "5"]), int(3));
+    assert!(matches!(call(&mut c, &["TTL", "b2"]), Frame::Integer(t) if t > 0));
+    assert_eq!(call(&mut c, &["TR.SETINTARRAY", "b2", "5"]), ok());
+    assert_eq!(call(&mut c, &["TTL", "b2"]), int(-1));
+    // An expired bitmap is gone for every command.
+    assert_eq!(call(&mut c, &["PEXPIRE", "b2", "1"]), int(1));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(
+        call(&mut c, &["TR.GETBITS", "b2", "5"]),
+        Frame::Array(vec![])
+    );
+    assert_eq!(call(&mut c, &["EXISTS", "b2"]), int(0));
+}
+
+#[test]
+fn select_flushdb_and_transactions() {
+    let s = TestServer::start_with(bin(), &[]);
+    let mut c = s.client();
+    assert_eq!(call(&mut c, &["SELECT", "3"]), ok());
+    assert_eq!(call(&mut c, &["TR.SETBIT", "k", "9", "1"]), int(0));
+    assert_eq!(call(&mut c, &["SELECT", "0"]), ok());
+    assert_eq!(call(&mut c, &["TR.GETBIT", "k", "9"]), int(0));
+    assert_eq!(call(&mut c, &["TR.SETBIT", "k", "1", "1"]), int(0));
+    assert_eq!(call(&mut c, &["SELECT", "3"]), ok());
+    assert_eq!(call(&mut c, &["TR.GETBIT", "k", "9"]), int(1));
+    assert_eq!(call(&mut c, &["FLUSHDB"]), ok());
+    assert_eq!(call(&mut c, &["TR.STAT", "k"]), Frame::NullBulk);
+    assert_eq!(call(&mut c, &["SELECT", "0"]), ok());
+    assert_eq!(call(&mut c, &["TR.MAX", "k"]), int(1));
+
+    // MULTI/EXEC: one batch; a WATCHed bitmap changed by another client aborts.
+    assert_eq!(call(&mut c, &["MULTI"]), ok());
+    assert_eq!(
+        call(&mut c, &["TR.SETBITS", "m", "1", "2", "3"]),
+        status("QUEUED")
+    );
+    assert_eq!(
+        call(&mut c, &["TR.BITOP", "n", "NOT", "m"]),
+        status("QUEUED")
+    );
+    assert_eq!(
+        call(&mut c, &["TR.RANGE", "n", "0", "10"]),
+        status("QUEUED")
+    );
+    assert_eq!(
+        call(&mut c, &["EXEC"]),
+        Frame::Array(vec![int(3), int(1), Frame::Array(vec![int(0)])])
+    );
+    let mut other = s.client();
+    assert_eq!(call(&mut c, &["WATCH", "m"]), ok());
+    assert_eq!(call(&mut other, &["TR.SETBIT", "m", "100", "1"]), int(0));
+    assert_eq!(call(&mut c, &["MULTI"]), ok());
+    assert_eq!(call(&mut c, &["TR.CLEARBITS", "m", "1"]), status("QUEUED"));
+    assert_eq!(call(&mut c, &["EXEC"]), Frame::NullArray);
+    assert_eq!(call(&mut c, &["TR.BITCOUNT", "m"]), int(4));
+}
+
+#[test]
+fn resp3_and_command_introspection() {
+    let s = TestServer::start_with(bin(), &[]);
+    let mut c = s.client();
+    assert!(matches!(call(&mut c, &["HELLO", "3"]), Frame::Map(_)));
+    call(&mut c, &["TR.SETBITS", "a", "1", "2", "3", "4"]);
+    call(&mut c, &["TR.SETBITS", "c", "3", "4", "5"]);
+    assert_eq!(call(&mut c, &["TR.JACCARD", "a", "c"]), Frame::Double(0.4));
+    assert_eq!(call(&mut c, &["TR.JACCARD", "x", "y"]), Frame::Double(0.0));
+    assert_eq!(call(&mut c, &["TR.STAT", "nosuch"]), Frame::Null);
+    assert_eq!(
+        call(
+            &mut c,
+            &["COMMAND", "GETKEYS", "TR.BITOP", "d", "AND", "a", "c"]
+        ),
+        Frame::Array(vec![
+            Frame::Bulk(b"d".to_vec()),
+            Frame::Bulk(b"a".to_vec()),
+            Frame::Bulk(b"c".to_vec())
+        ])
+    );
+    assert_eq!(
+        call(
+            &mut c,
+            &["COMMAND", "GETKEYS", "TR.BITOPCARD", "OR", "a", "c"]
+        ),
+        Frame::Array(vec![Frame::Bulk(b"a".to_vec()), Frame::Bulk(b"c".to_vec())])
+    );
+    for name in [
+        "tr.setbit",
+        "tr.bitop",
+        "tr.stat",
+        "tr.export",
+        "tr.import",
+        "tr.scan",
+    ] {
+        let info = call(&mut c, &["COMMAND", "INFO", name]);
+        assert!(
+            matches!(&info, Frame::Array(v) if matches!(v.first(), Some(Frame::Array(_)))),
+            "{name}: {info:?}"
+        );
+    }
+}
+
+#[test]
+fn reply_ceiling_refuses_large_replies() {
+    let s = TestServer::start_with(bin(), &[]);
+    let mut c = s.client();
+    assert_eq!(
+        call(&mut c, &["TR.SETRANGE", "full", "0", "4294967295"]),
+        int(4_294_967_296)
+    );
+    assert_eq!(call(&mut c, &["TR.BITCOUNT", "full"]), int(4_294_967_296));
+    assert_eq!(
+        call(&mut c, &["TR.RANGEBITARRAY", "full", "0", "4294967295"]),
+        err(OUT_OF_RANGE)
+    );
+    assert_eq!(
+        call(&mut c, &["TR.RANGE", "full", "0", "4294967295"]),
+        err(OUT_OF_RANGE)
+    );
+    assert_eq!(
+        call(&mut c, &["CONFIG", "SET", "tr-max-reply-bytes", "100"]),
+        ok()
+    );
+    assert_eq!(
+        call(&mut c, &["CONFIG", "GET", "tr-max-reply-bytes"]),
+        Frame::Array(vec![
+            Frame::Bulk(b"tr-max-reply-bytes".to_vec()),
+            Frame::Bulk(b"100".to_vec())
+        ])
+    );
+    assert_eq!(
+        call(&mut c, &["TR.RANGE", "full", "0", "99"]),
+        err(OUT_OF_RANGE)
+    );
+    assert_eq!(
+        call(&mut c, &["TR.RANGE", "full", "0", "9"]).to_string_lossy_len(),
+        10
+    );
+    assert_eq!(
+        call(&mut c, &["TR.SCAN", "full", "0", "COUNT", "1000"]),
+        err(OUT_OF_RANGE)
+    );
+    assert_eq!(
+        call(&mut c, &["TR.RANGEBITARRAY", "full", "0", "99"]),
+        err(OUT_OF_RANGE)
+    );
+    assert_eq!(call(&mut c, &["TR.EXPORT", "full"]), err(OUT_OF_RANGE));
+    // Missing keys keep their fixed replies whatever the size asked for.
+    assert_eq!(
+        call(&mut c, &["TR.RANGEBITARRAY", "nosuch", "0", "4294967295"]),
+        Frame::NullBulk
+    );
+    assert_eq!(
+        call(&mut c, &["TR.RANGE", "nosuch", "0", "4294967295"]),
+        Frame::Array(vec![])
+    );
+    assert_eq!(call(&mut c, &["TR.EXPORT", "nosuch"]), Frame::NullBulk);
+    assert_eq!(call(&mut c, &["DEL", "full"]), int(1));
+}
+
+trait Len {
+    fn to_string_lossy_len(&self) -> usize;
+}
+
+impl Len for Frame {
+    fn to_string_lossy_len(&self) -> usize {
+        match self {
+            Frame::Array(v) => v.len(),
+            f => panic!("{f:?}"),
+        }
+    }
+}
+
+#[test]
+fn concurrent_writers_keep_the_summary_exact() {
+    let s = TestServer::start_with(bin(), &[]);
+    let threads: Vec<_> = (0..4u32)
+        .map(|t| {
+            let mut c = s.client();
+            std::thread::spawn(move || {
+                for i in 0..1500u32 {
+                    // Interleaved offsets: every writer touches every container.
+                    let off = (i * 4 + t) * 37;
+                    assert_eq!(
+                        c.call(&["TR.SETBIT", "hot", &off.to_string(), "1"])
+                            .unwrap(),
+                        Frame::Integer(0)
+                    );
+                    if i % 3 == 0 {
+                        c.call(&["TR.SETBIT", "hot", &off.to_string(), "0"])
+                            .unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut c = s.client();
+    let want = 4 * (1500 - 500);
+    assert_eq!(call(&mut c, &["TR.BITCOUNT", "hot"]), int(want));
+    match call(&mut c, &["TR.RANGE", "hot", "0", "4294967295"]) {
+        Frame::Array(v) => assert_eq!(v.len() as i64, want),
+        f => panic!("{f:?}"),
+    }
+    let Frame::Bulk(stat) = call(&mut c, &["TR.STAT", "hot"]) else {
+        panic!()
+    };
+    let text = String::from_utf8(stat).unwrap();
+    assert!(
+        text.starts_with(&format!("cardinality: {want}\r\n")),
+        "{text}"
+    );
+}
+
+#[test]
+fn random_arguments_never_break_the_connection() {
+    let s = TestServer::start_with(bin(), &[]);
+    let mut c = s.client();
+    c.call(&["TR.SETBITS", "k", "1", "65536", "4294967295"])
+        .unwrap();
+    c.call(&["SET", "str", "0101"]).unwrap();
+    let names = [
+        "TR.SETBIT",
+        "TR.SETBITS",
+        "TR.CLEARBITS",
+        "TR.SETRANGE",
+        "TR.APPENDBITARRAY",
+        "TR.FLIPRANGE",
+        "TR.APPENDINTARRAY",
+        "TR.SETINTARRAY",
+        "TR.SETBITARRAY",
+        "TR.GETBIT",
+        "TR.GETBITS",
+        "TR.BITCOUNT",
+        "TR.BITPOS",
+        "TR.SCAN",
+        "TR.RANGE",
+        "TR.RANGEBITARRAY",
+        "TR.MIN",
+        "TR.MAX",
+        "TR.RANK",
+        "TR.BITOP",
+        "TR.BITOPCARD",
+        "TR.JACCARD",
+        "TR.CONTAINS",
+        "TR.STAT",
+        "TR.OPTIMIZE",
+        "TR.EXPORT",
+        "TR.IMPORT",
+        "TR.DIFF",
+        "TR.LOAD",
+        "TR.LOADSTRING",
+    ];
+    let tokens = [
+        "k",
+        "str",
+        "nosuch",
+        "0",
+        "1",
+        "-1",
+        "-2",
+        "2",
+        "4294967295",
+        "4294967296",
+        "18446744073709551616",
+        "-9223372036854775808",
+        "AND",
+        "OR",
+        "NOT",
+        "DIFF",
+        "XOR",
+        "COUNT",
+        "JSON",
+        "",
+        "0101",
+        "1x",
+        "000000000000000000007",
+        "\u{0}",
+        "99999",
+        "65535",
+        "65536",
+    ];
+    let mut x: u64 = 7;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    for _ in 0..4000 {
+        let name = names[next(names.len() as u64) as usize];
+        let n = next(6) as usize;
+        let mut args = vec![name.to_string()];
+        for _ in 0..n {
+            args.push(tokens[next(tokens.len() as u64) as usize].to_string());
+        }
+        let r = c
+            .call(&args)
+            .unwrap_or_else(|e| panic!("{args:?}: connection error {e}"));
+        if let Frame::Error(e) = &r {
+            let t = String::from_utf8_lossy(e);
+            assert!(
+                t.starts_with("ERR ") || t.starts_with("WRONGTYPE "),
+                "{args:?}: {t}"
+            );
+        }
+    }
+    assert_eq!(call(&mut c, &["PING"]), status("PONG"));
+    // The surviving keys are still consistent bitmaps.
+    for key in ["k", "0", "1", "nosuch"] {
+        let card = call(&mut c, &["TR.BITCOUNT", key]);
+        if let Frame::Integer(n) = card {
+            if n < 1_000_000 {
+                match call(&mut c, &["TR.RANGE", key, "0", "4294967295"]) {
+                    Frame::Array(v) => assert_eq!(v.len() as i64, n, "{key}"),
+                    f => panic!("{key}: {f:?}"),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,1539 @@
+//! Roaring bitmaps (the TairRoaring `TR.*` type) on a `Txn`.
+//!
+//! A bitmap is one `meta` entry whose summary ([`BitmapSummary`]) carries
+//! cardinality, min, max, sum, container count and the per-kind census, and
+//! one `data` entry per non-empty container: subkey = the container's block
+//! (high 16 bits) as 2 bytes big-endian, so entries sort numerically; value =
+//! the container's serialized bytes exactly as the bitmap engine keeps them.
+//! Stored bytes are untrusted: every read goes through
+//! [`ContainerView::parse`], and a bad entry is `Corrupt`, never a panic.
+//!
+//! Costs: TR.BITCOUNT (whole key), TR.MIN, TR.MAX, TR.STAT read `meta` only;
+//! a single-bit write reads and writes one container entry and `meta` (plus
+//! one seek when it empties the container holding the minimum or maximum).
+//! DEL and overwrites are O(1) through the key version (stale containers go
+//! with the data GC). Multi-key operations ([`Txn::tr_bitop`] and friends)
+//! merge-scan the sources' container entries in block order, holding one
+//! container per source at a time; only a stored result is collected (it is
+//! written under a new version once the scan is done).
+//!
+//! Semantics follow `spec/tairroaring-commands.md`; the open points chosen
+//! are named on each function. Empty bitmaps are kept as keys (open point 7);
+//! values written by whole-value replacements carry no TTL (open point 14).
+
+use std::iter::Peekable;
+
+use roaringd_bitmap::setops;
+use roaringd_bitmap::{Bitmap, ContainerBuf, ContainerRef, ContainerView, Kind as CKind};
+
+use crate::error::{Result, StoreError};
+use crate::meta::{BitmapSummary, KeyMeta, Kind, Summary};
+use crate::txn::Txn;
+
+/// Values per container.
+const BLOCK: u64 = 1 << 16;
+
+/// An operation of TR.BITOP / TR.BITOPCARD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BitOp {
+    /// Intersection of all sources.
+    And,
+    /// Union of all sources.
+    Or,
+    /// Bits set in an odd number of sources.
+    Xor,
+    /// First source minus the second (exactly two sources).
+    Diff,
+    /// Complement of the one source within `[0, max(source)]` (open point 2).
+    Not,
+}
+
+/// A range write of TR.SETRANGE / TR.FLIPRANGE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RangeOp {
+    /// Set every bit of the range.
+    Set,
+    /// Invert every bit of the range.
+    Flip,
+}
+
+fn split(v: u32) -> (u16, u16) {
+    ((v >> 16) as u16, v as u16)
+}
+
+fn join(hi: u16, lo: u16) -> u32 {
+    (u32::from(hi) << 16) | u32::from(lo)
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("bitmap container: {e}"))
+}
+
+/// Validates stored container bytes.
+fn view(bytes: &[u8]) -> Result<ContainerView<'_>> {
+    ContainerView::parse(bytes).map_err(corrupt)
+}
+
+/// The block a container subkey names.
+fn block_of(sub: &[u8]) -> Result<u16> {
+    match sub {
+        [a, b] => Ok(u16::from_be_bytes([*a, *b])),
+        _ => Err(StoreError::corrupt(
+            "bitmap container subkey is not 2 bytes",
+        )),
+    }
+}
+
+fn kind_index(k: CKind) -> usize {
+    match k {
+        CKind::Array => 0,
+        CKind::Bitset => 1,
+        CKind::Run => 2,
+    }
+}
+
+/// Bit `b` of a bit index within a word, as a mask over the word's bits:
+/// `sum of set indices = Σ_b popcount(w & MASK[b]) << b`.
+const INDEX_BIT_MASKS: [u64; 6] = [
+    0xAAAA_AAAA_AAAA_AAAA,
+    0xCCCC_CCCC_CCCC_CCCC,
+    0xF0F0_F0F0_F0F0_F0F0,
+    0xFF00_FF00_FF00_FF00,
+    0xFFFF_0000_FFFF_0000,
+    0xFFFF_FFFF_0000_0000,
+];
+
+/// Sum of the low 16-bit parts of a container's values, without visiting
+/// values one by one (runs: arithmetic series; bitsets: popcounts).
+fn low_sum(r: ContainerRef<'_>) -> u64 {
+    match r {
+        ContainerRef::Run { runs, .. } => runs
+            .iter()
+            .map(|x| {
+                let (a, n) = (u64::from(x[0]), u64::from(x[1]) + 1);
+                n * a + n * (n - 1) / 2
+            })
+            .sum(),
+        ContainerRef::Array(a) => a.iter().map(|&v| u64::from(v)).sum(),
+        ContainerRef::Bitset { words, .. } => words
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| **w != 0)
+            .map(|(i, &w)| {
+                let within: u64 = INDEX_BIT_MASKS
+                    .iter()
+                    .enumerate()
+                    .map(|(b, m)| u64::from((w & m).count_ones()) << b)
+                    .sum();
+                u64::from(w.count_ones()) * 64 * i as u64 + within
+            })
+            .sum(),
+    }
+}
+
+/// Sum of the full offsets held by container `hi`.
+fn container_sum(hi: u16, r: ContainerRef<'_>) -> u64 {
+    (u64::from(hi) << 16) * u64::from(r.cardinality()) + low_sum(r)
+}
+
+/// The summary of a bitmap meta (zeros for another type).
+fn summary_of(m: &KeyMeta) -> BitmapSummary {
+    match &m.summary {
+        Summary::Bitmap(s) => *s,
+        _ => BitmapSummary::default(),
+    }
+}
+
+/// Adds (`sign = 1`) or removes (`sign = -1`) a container's census share.
+fn census(s: &mut BitmapSummary, r: ContainerRef<'_>, add: bool) {
+    if r.is_empty() {
+        return;
+    }
+    let k = &mut s.kinds[kind_index(r.kind())];
+    let card = u64::from(r.cardinality());
+    let bytes = r.stat_bytes() as u64;
+    if add {
+        k.containers += 1;
+        k.values += card;
+        k.bytes += bytes;
+        s.containers += 1;
+        s.card += card;
+    } else {
+        k.containers = k.containers.saturating_sub(1);
+        k.values = k.values.saturating_sub(card);
+        k.bytes = k.bytes.saturating_sub(bytes);
+        s.containers = s.containers.saturating_sub(1);
+        s.card = s.card.saturating_sub(card);
+    }
+}
+
+/// An open bitmap being written: its meta and summary, saved by `finish`.
+struct Edit {
+    meta: KeyMeta,
+    s: BitmapSummary,
+    /// The key did not exist before this command.
+    created: bool,
+}
+
+/// Summary of a whole in-memory bitmap (census, extremes, sum), in one
+/// pass over its containers (no per-value iteration).
+fn summary_of_bitmap(b: &Bitmap) -> BitmapSummary {
+    let mut s = BitmapSummary::default();
+    for (hi, c) in b.containers() {
+        let r = c.as_ref();
+        census(&mut s, r, true);
+        s.sum += container_sum(hi, r);
+    }
+    let mut cs = b.containers();
+    if let Some((hi, c)) = cs.next() {
+        s.min = c.as_ref().min().map_or(0, |lo| join(hi, lo));
+    }
+    if let Some((hi, c)) = b.containers().last() {
+        s.max = c.as_ref().max().map_or(0, |lo| join(hi, lo));
+    }
+    s
+}
+
+/// A peekable stream of one source's `(block, container bytes)` entries.
+type Stream<'a> = Peekable<EntryIter<'a>>;
+
+/// A boxed iterator over `(subkey, value)` entries.
+type EntryIter<'a> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + 'a>;
+
+/// The block of a stream's head, `None` at its end.
+fn head(s: &mut Stream<'_>) -> Result<Option<u16>> {
+    match s.peek() {
+        None => Ok(None),
+        Some(Ok((sub, _))) => block_of(sub).map(Some),
+        Some(Err(_)) => match s.next() {
+            Some(Err(e)) => Err(e),
+            _ => Ok(None),
+        },
+    }
+}
+
+/// Takes the head entry's container bytes.
+fn take(s: &mut Stream<'_>) -> Result<Vec<u8>> {
+    match s.next() {
+        Some(Ok((_, v))) => Ok(v),
+        Some(Err(e)) => Err(e),
+        None => Err(StoreError::corrupt("bitmap stream ended early")),
+    }
+}
+
+impl Txn {
+    // ----- plumbing -----------------------------------------------------
+
+    /// Live meta and summary of a bitmap key; `None` when absent.
+    ///
+    /// # Errors
+    /// `WrongType` when the key holds another type.
+    pub fn tr_summary(&mut self, db: u16, key: &[u8]) -> Result<Option<BitmapSummary>> {
+        Ok(self.meta_of(db, key, Kind::Bitmap)?.map(|m| summary_of(&m)))
+    }
+
+    fn bm_open(&mut self, db: u16, key: &[u8], create: bool) -> Result<Option<Edit>> {
+        match self.meta_of(db, key, Kind::Bitmap)? {
+            Some(m) => {
+                let s = summary_of(&m);
+                Ok(Some(Edit {
+                    meta: m,
+                    s,
+                    created: false,
+                }))
+            }
+            None if create => Ok(Some(Edit {
+                meta: KeyMeta {
+                    version: self.new_data_version()?,
+                    expire_at_ms: 0,
+                    big: false,
+                    noint: false,
+                    summary: Summary::Bitmap(BitmapSummary::default()),
+                },
+                s: BitmapSummary::default(),
+                created: true,
+            })),
+            None => Ok(None),
+        }
+    }
+
+    fn bm_finish(&mut self, db: u16, key: &[u8], mut e: Edit) -> Result<u64> {
+        let card = e.s.card;
+        e.meta.summary = Summary::Bitmap(e.s);
+        self.put_meta(db, key, e.meta)?;
+        Ok(card)
+    }
+
+    /// The container of block `hi` of a key version, owned.
+    fn bm_container(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        hi: u16,
+    ) -> Result<Option<ContainerBuf>> {
+        match self.data_get(db, key, version, &hi.to_be_bytes())? {
+            Some(b) => Ok(Some(view(&b)?.to_buf())),
+            None => Ok(None),
+        }
+    }
+
+    /// The container entries of a key version from block `from` upward
+    /// (or, `reverse`, from `from` downward).
+    fn bm_stream(&self, db: u16, key: &[u8], version: u64, from: u16, reverse: bool) -> Stream<'_> {
+        let after: Option<[u8; 2]> = if reverse {
+            from.checked_add(1).map(u16::to_be_bytes)
+        } else {
+            from.checked_sub(1).map(u16::to_be_bytes)
+        };
+        let it: EntryIter<'_> =
+            Box::new(self.data_iter(db, key, version, after.as_ref().map(|a| &a[..]), reverse));
+        it.peekable()
+    }
+
+    /// A whole bitmap's container entries for a merge scan. The summary
+    /// saves the range iterator where it can: an empty bitmap has no entry,
+    /// and a one-container bitmap's entry is a point read at its minimum's
+    /// block (most real bitmaps of small id sets have one container).
+    fn bm_source_stream(&self, db: u16, key: &[u8], version: u64, s: &BitmapSummary) -> Stream<'_> {
+        let it: EntryIter<'_> = match s.containers {
+            0 => Box::new(std::iter::empty()),
+            1 => {
+                let sub = ((s.min >> 16) as u16).to_be_bytes();
+                match self.data_get(db, key, version, &sub) {
+                    Ok(Some(v)) => Box::new(std::iter::once(Ok((sub.to_vec(), v)))),
+                    Ok(None) => Box::new(std::iter::once(Err(StoreError::corrupt(
+                        "bitmap summary names a container that is not stored",
+                    )))),
+                    Err(e) => Box::new(std::iter::once(Err(e))),
+                }
+            }
+            _ => return self.bm_stream(db, key, version, 0, false),
+        };
+        it.peekable()
+    }
+
+    /// First (or, `reverse`, last) value of the key version, by a seek.
+    fn bm_extreme(&self, db: u16, key: &[u8], version: u64, reverse: bool) -> Result<Option<u32>> {
+        let from = if reverse { u16::MAX } else { 0 };
+        let mut st = self.bm_stream(db, key, version, from, reverse);
+        let Some(hi) = head(&mut st)? else {
+            return Ok(None);
+        };
+        let bytes = take(&mut st)?;
+        let v = view(&bytes)?;
+        let r = v.as_ref();
+        let lo = if reverse { r.max() } else { r.min() };
+        Ok(lo.map(|lo| join(hi, lo)))
+    }
+
+    /// Replaces container `hi` (`old` = its previous content, `None` when
+    /// absent) by `new`, keeping the summary exact. `sum_delta`: the change
+    /// of the offsets' sum when the caller knows it (single-bit edits),
+    /// else it is computed from both containers.
+    fn bm_put(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        e: &mut Edit,
+        hi: u16,
+        (old, new): (Option<&ContainerBuf>, &ContainerBuf),
+        sum_delta: Option<i128>,
+    ) -> Result<()> {
+        let was_empty = e.s.card == 0;
+        let delta = match sum_delta {
+            Some(d) => d,
+            None => {
+                i128::from(container_sum(hi, new.as_ref()))
+                    - old.map_or(0, |o| i128::from(container_sum(hi, o.as_ref())))
+            }
+        };
+        if let Some(o) = old {
+            census(&mut e.s, o.as_ref(), false);
+        }
+        census(&mut e.s, new.as_ref(), true);
+        e.s.sum = u64::try_from(i128::from(e.s.sum) + delta).unwrap_or(0);
+        let sub = hi.to_be_bytes();
+        if new.is_empty() {
+            if old.is_some() {
+                self.data_delete(db, key, e.meta.version, &sub);
+            }
+        } else {
+            self.data_put(db, key, e.meta.version, &sub, new.as_bytes().to_vec());
+        }
+        // Extremes: only the edited block can move them.
+        if e.s.card == 0 {
+            e.s.min = 0;
+            e.s.max = 0;
+            return Ok(());
+        }
+        let new_min = new.as_ref().min().map(|lo| join(hi, lo));
+        let new_max = new.as_ref().max().map(|lo| join(hi, lo));
+        if was_empty {
+            e.s.min = new_min.unwrap_or(0);
+            e.s.max = new_max.unwrap_or(0);
+            return Ok(());
+        }
+        let (min_hi, max_hi) = ((e.s.min >> 16) as u16, (e.s.max >> 16) as u16);
+        if hi <= min_hi {
+            match new_min {
+                Some(m) => e.s.min = m,
+                None => {
+                    e.s.min = self
+                        .bm_extreme(db, key, e.meta.version, false)?
+                        .unwrap_or(0);
+                }
+            }
+        }
+        if hi >= max_hi {
+            match new_max {
+                Some(m) => e.s.max = m,
+                None => {
+                    e.s.max = self.bm_extreme(db, key, e.meta.version, true)?.unwrap_or(0);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `f` to the container of each block in `blocks` (ascending),
+    /// creating absent ones empty.
+    fn bm_edit_blocks(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        e: &mut Edit,
+        blocks: impl IntoIterator<Item = u16>,
+        mut f: impl FnMut(u16, &mut ContainerBuf),
+    ) -> Result<()> {
+        for hi in blocks {
+            let old = self.bm_container(db, key, e.meta.version, hi)?;
+            let mut new = old.clone().unwrap_or_default();
+            f(hi, &mut new);
+            if old.as_ref() != Some(&new) {
+                self.bm_put(db, key, e, hi, (old.as_ref(), &new), None)?;
+            }
+        }
+        Ok(())
+    }
+
+    // ----- writes -------------------------------------------------------
+
+    /// TR.SETBIT: sets bit `off` to `value`; returns its previous value.
+    /// Creates the key even when `value` is false (open point 6).
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_setbit(&mut self, db: u16, key: &[u8], off: u32, value: bool) -> Result<bool> {
+        let Some(mut e) = self.bm_open(db, key, true)? else {
+            return Ok(false);
+        };
+        let (hi, lo) = split(off);
+        let old = self.bm_container(db, key, e.meta.version, hi)?;
+        let prev = old.as_ref().is_some_and(|c| c.as_ref().contains(lo));
+        if prev != value {
+            let mut new = old.clone().unwrap_or_default();
+            if value {
+                new.insert(lo);
+            } else {
+                new.remove(lo);
+            }
+            let d = if value {
+                i128::from(off)
+            } else {
+                -i128::from(off)
+            };
+            self.bm_put(db, key, &mut e, hi, (old.as_ref(), &new), Some(d))?;
+        } else if !e.created {
+            return Ok(prev);
+        }
+        self.bm_finish(db, key, e)?;
+        Ok(prev)
+    }
+
+    /// TR.SETBITS / TR.APPENDINTARRAY: sets every listed bit; returns the
+    /// cardinality after the update.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_setbits(&mut self, db: u16, key: &[u8], offs: &[u32]) -> Result<u64> {
+        self.tr_bits(db, key, offs, true).map(|(card, _)| card)
+    }
+
+    /// TR.CLEARBITS: clears every listed bit; returns how many changed from
+    /// 1 to 0 (a repeated offset counts once). A missing key stays missing.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_clearbits(&mut self, db: u16, key: &[u8], offs: &[u32]) -> Result<u64> {
+        if self.meta_of(db, key, Kind::Bitmap)?.is_none() {
+            return Ok(0);
+        }
+        self.tr_bits(db, key, offs, false)
+            .map(|(_, changed)| changed)
+    }
+
+    /// Sets or clears the listed bits, container by container; returns
+    /// (cardinality after, bits changed).
+    fn tr_bits(&mut self, db: u16, key: &[u8], offs: &[u32], set: bool) -> Result<(u64, u64)> {
+        let Some(mut e) = self.bm_open(db, key, set)? else {
+            return Ok((0, 0));
+        };
+        let mut sorted = offs.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut changed = 0u64;
+        let mut i = 0;
+        while i < sorted.len() {
+            let hi = split(sorted[i]).0;
+            let j = i + sorted[i..].partition_point(|&v| split(v).0 == hi);
+            let old = self.bm_container(db, key, e.meta.version, hi)?;
+            let mut new = old.clone().unwrap_or_default();
+            let mut delta = 0i128;
+            for &v in &sorted[i..j] {
+                let hit = if set {
+                    new.insert(v as u16)
+                } else {
+                    new.remove(v as u16)
+                };
+                if hit {
+                    changed += 1;
+                    delta += i128::from(v);
+                }
+            }
+            if old.as_ref() != Some(&new) && !(old.is_none() && new.is_empty()) {
+                let d = if set { delta } else { -delta };
+                self.bm_put(db, key, &mut e, hi, (old.as_ref(), &new), Some(d))?;
+            }
+            i = j;
+        }
+        if changed == 0 && !e.created {
+            return Ok((e.s.card, 0));
+        }
+        let card = self.bm_finish(db, key, e)?;
+        Ok((card, changed))
+    }
+
+    /// TR.SETRANGE / TR.FLIPRANGE over `[start, end]` (inclusive, `start <=
+    /// end`); creates the key; returns the cardinality after (open point 1).
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_range_write(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        start: u32,
+        end: u32,
+        op: RangeOp,
+    ) -> Result<u64> {
+        let Some(mut e) = self.bm_open(db, key, true)? else {
+            return Ok(0);
+        };
+        let (shi, slo) = split(start);
+        let (ehi, elo) = split(end);
+        self.bm_edit_blocks(db, key, &mut e, shi..=ehi, |hi, c| {
+            let lo = if hi == shi { slo } else { 0 };
+            let up = if hi == ehi { elo } else { u16::MAX };
+            match op {
+                RangeOp::Set => c.add_range(lo, up),
+                RangeOp::Flip => c.flip_range(lo, up),
+            }
+        })?;
+        self.bm_finish(db, key, e)
+    }
+
+    /// TR.APPENDBITARRAY: writes `bits` (bytes `b'0'` / `b'1'`, validated by
+    /// the caller) to offsets `first ..`, overwriting; creates the key;
+    /// returns the cardinality after (open point 1). The caller checks that
+    /// the window ends at or below 2^32 − 1.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_write_bits(&mut self, db: u16, key: &[u8], first: u32, bits: &[u8]) -> Result<u64> {
+        let Some(mut e) = self.bm_open(db, key, true)? else {
+            return Ok(0);
+        };
+        if bits.is_empty() {
+            return self.bm_finish(db, key, e);
+        }
+        let last = u64::from(first) + bits.len() as u64 - 1;
+        let last = u32::try_from(last).unwrap_or(u32::MAX);
+        let (shi, _) = split(first);
+        let (ehi, _) = split(last);
+        self.bm_edit_blocks(db, key, &mut e, shi..=ehi, |hi, c| {
+            let block_start = u64::from(hi) << 16;
+            let lo = u64::from(first).max(block_start);
+            let up = u64::from(last).min(block_start + BLOCK - 1);
+            for v in lo..=up {
+                let ch = bits[(v - u64::from(first)) as usize];
+                let low = (v - block_start) as u16;
+                if ch == b'1' {
+                    c.insert(low);
+                } else {
+                    c.remove(low);
+                }
+            }
+        })?;
+        self.bm_finish(db, key, e)
+    }
+
+    /// TR.SETINTARRAY / TR.SETBITARRAY / TR.IMPORT: replaces the whole value
+    /// by `b` under a new version (no TTL: open point 14).
+    ///
+    /// # Errors
+    /// `WrongType` when the key holds another type.
+    pub fn tr_replace(&mut self, db: u16, key: &[u8], b: &Bitmap) -> Result<u64> {
+        self.meta_of(db, key, Kind::Bitmap)?;
+        let version = self.new_data_version()?;
+        for (hi, c) in b.containers() {
+            self.data_put(db, key, version, &hi.to_be_bytes(), c.as_bytes().to_vec());
+        }
+        let s = summary_of_bitmap(b);
+        self.put_meta(
+            db,
+            key,
+            KeyMeta {
+                version,
+                expire_at_ms: 0,
+                big: false,
+                noint: false,
+                summary: Summary::Bitmap(s),
+            },
+        )?;
+        Ok(s.card)
+    }
+
+    /// TR.OPTIMIZE: re-encodes each container in its smallest form (runs
+    /// where strictly smaller). `None` when the key is missing.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_optimize(&mut self, db: u16, key: &[u8]) -> Result<Option<()>> {
+        let Some(mut e) = self.bm_open(db, key, false)? else {
+            return Ok(None);
+        };
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = self
+            .data_iter(db, key, e.meta.version, None, false)
+            .collect::<Result<_>>()?;
+        for (sub, bytes) in entries {
+            let hi = block_of(&sub)?;
+            let old = view(&bytes)?.to_buf();
+            let mut new = old.clone();
+            new.optimize();
+            if new != old {
+                self.bm_put(db, key, &mut e, hi, (Some(&old), &new), Some(0))?;
+            }
+        }
+        self.bm_finish(db, key, e)?;
+        Ok(Some(()))
+    }
+
+    // ----- reads --------------------------------------------------------
+
+    fn bm_version(&mut self, db: u16, key: &[u8]) -> Result<Option<(u64, BitmapSummary)>> {
+        Ok(self
+            .meta_of(db, key, Kind::Bitmap)?
+            .map(|m| (m.version, summary_of(&m))))
+    }
+
+    /// TR.GETBIT.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_getbit(&mut self, db: u16, key: &[u8], off: u32) -> Result<bool> {
+        let Some((version, _)) = self.bm_version(db, key)? else {
+            return Ok(false);
+        };
+        let (hi, lo) = split(off);
+        match self.data_get(db, key, version, &hi.to_be_bytes())? {
+            Some(b) => Ok(view(&b)?.as_ref().contains(lo)),
+            None => Ok(false),
+        }
+    }
+
+    /// TR.GETBITS: one flag per offset, in the order given; `None` when the
+    /// key is missing (the command then replies an empty array).
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_getbits(&mut self, db: u16, key: &[u8], offs: &[u32]) -> Result<Option<Vec<bool>>> {
+        let Some((version, _)) = self.bm_version(db, key)? else {
+            return Ok(None);
+        };
+        let mut cache: Option<(u16, Option<ContainerBuf>)> = None;
+        let mut out = Vec::with_capacity(offs.len());
+        for &off in offs {
+            let (hi, lo) = split(off);
+            if cache.as_ref().is_none_or(|(h, _)| *h != hi) {
+                cache = Some((hi, self.bm_container(db, key, version, hi)?));
+            }
+            let hit = cache
+                .as_ref()
+                .and_then(|(_, c)| c.as_ref())
+                .is_some_and(|c| c.as_ref().contains(lo));
+            out.push(hit);
+        }
+        Ok(Some(out))
+    }
+
+    /// TR.BITCOUNT with a range: set bits in `[start, end]` (`start <= end`).
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_count_range(&mut self, db: u16, key: &[u8], start: u32, end: u32) -> Result<u64> {
+        let Some((version, s)) = self.bm_version(db, key)? else {
+            return Ok(0);
+        };
+        if s.card == 0 {
+            return Ok(0);
+        }
+        if start <= s.min && end >= s.max {
+            return Ok(s.card);
+        }
+        let (shi, slo) = split(start);
+        let (ehi, elo) = split(end);
+        let mut st = self.bm_stream(db, key, version, shi, false);
+        let mut n = 0u64;
+        while let Some(hi) = head(&mut st)? {
+            if hi > ehi {
+                break;
+            }
+            let bytes = take(&mut st)?;
+            let r = view(&bytes)?;
+            let r = r.as_ref();
+            let lo = if hi == shi { slo } else { 0 };
+            let up = if hi == ehi { elo } else { u16::MAX };
+            n += u64::from(if lo == 0 && up == u16::MAX {
+                r.cardinality()
+            } else {
+                r.count_range(lo, up)
+            });
+        }
+        Ok(n)
+    }
+
+    /// TR.RANK: set bits in `[0, off]`; `None` when the key is missing.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_rank(&mut self, db: u16, key: &[u8], off: u32) -> Result<Option<u64>> {
+        if self.bm_version(db, key)?.is_none() {
+            return Ok(None);
+        }
+        self.tr_count_range(db, key, 0, off).map(Some)
+    }
+
+    /// TR.BITPOS (spec 2.4, open point 5): the offset of the `count`-th bit
+    /// equal to `value` counting upward from 0 (`count > 0`) or downward
+    /// from the highest set bit (`count < 0`); −1 when there is none, the
+    /// key is missing, or the answer would pass 2^32 − 1. `count != 0`.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_bitpos(&mut self, db: u16, key: &[u8], value: bool, count: i64) -> Result<i64> {
+        let Some((version, s)) = self.bm_version(db, key)? else {
+            return Ok(-1);
+        };
+        let n = count.unsigned_abs();
+        if value {
+            if n > s.card || count == 0 {
+                return Ok(-1);
+            }
+            let reverse = count < 0;
+            let from = if reverse { u16::MAX } else { 0 };
+            let mut st = self.bm_stream(db, key, version, from, reverse);
+            let mut left = n; // 1-based position still to skip
+            while let Some(hi) = head(&mut st)? {
+                let bytes = take(&mut st)?;
+                let v = view(&bytes)?;
+                let r = v.as_ref();
+                let c = u64::from(r.cardinality());
+                if left <= c {
+                    let idx = if reverse { c - left } else { left - 1 };
+                    return Ok(r
+                        .select(idx as u32)
+                        .map_or(-1, |lo| i64::from(join(hi, lo))));
+                }
+                left -= c;
+            }
+            return Ok(-1);
+        }
+        if count > 0 {
+            // Clear bits upward: gaps between containers, holes inside them,
+            // then everything above the last container.
+            let mut st = self.bm_stream(db, key, version, 0, false);
+            let mut left = n;
+            let mut next_block: u64 = 0;
+            while let Some(hi) = head(&mut st)? {
+                let gap = (u64::from(hi) - next_block) * BLOCK;
+                if left <= gap {
+                    return Ok(fit(next_block * BLOCK + left - 1));
+                }
+                left -= gap;
+                let bytes = take(&mut st)?;
+                let v = view(&bytes)?;
+                let r = v.as_ref();
+                let zeros = BLOCK - u64::from(r.cardinality());
+                if left <= zeros {
+                    let lo = nth_zero_up(r, left);
+                    return Ok(i64::from(join(hi, lo)));
+                }
+                left -= zeros;
+                next_block = u64::from(hi) + 1;
+            }
+            return Ok(fit(next_block * BLOCK + left - 1));
+        }
+        // Clear bits downward from the highest set bit (open point 5c).
+        if s.card == 0 {
+            return Ok(-1);
+        }
+        let (top_hi, top_lo) = split(s.max);
+        let mut st = self.bm_stream(db, key, version, top_hi, true);
+        let mut left = n;
+        // `expect`: the next block to examine, going down; blocks between
+        // it and the next stored one are absent (all clear).
+        let mut expect = i64::from(top_hi);
+        loop {
+            let h = head(&mut st)?;
+            let stop = h.map_or(-1, i64::from);
+            let gap = (expect - stop).max(0) as u64 * BLOCK;
+            if left <= gap {
+                return Ok(((expect + 1) as u64 * BLOCK - left) as i64);
+            }
+            left -= gap;
+            let Some(hi) = h else {
+                return Ok(-1);
+            };
+            let bytes = take(&mut st)?;
+            let v = view(&bytes)?;
+            let r = v.as_ref();
+            let top = if hi == top_hi { top_lo } else { u16::MAX };
+            let zeros = u64::from(top) + 1 - u64::from(r.rank(top));
+            if left <= zeros {
+                return Ok(i64::from(join(hi, nth_zero_down(r, top, left))));
+            }
+            left -= zeros;
+            expect = i64::from(hi) - 1;
+        }
+    }
+
+    /// TR.SCAN: up to `count` set bits `>= start` and the cursor: the next
+    /// set bit after them, or 0 when none is left. `None` when missing.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_scan(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        start: u32,
+        count: usize,
+    ) -> Result<Option<(u32, Vec<u32>)>> {
+        let Some(vals) = self.tr_range(db, key, start, u32::MAX, count)? else {
+            return Ok(None);
+        };
+        let mut vals = vals;
+        let cursor = if vals.len() > count {
+            vals.pop().unwrap_or(0)
+        } else {
+            0
+        };
+        Ok(Some((cursor, vals)))
+    }
+
+    /// TR.RANGE: the set bits in `[start, end]`, ascending, at most `max + 1`
+    /// of them (a reply longer than `max` tells the caller the limit was
+    /// passed). `None` when the key is missing.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_range(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        start: u32,
+        end: u32,
+        max: usize,
+    ) -> Result<Option<Vec<u32>>> {
+        let Some((version, s)) = self.bm_version(db, key)? else {
+            return Ok(None);
+        };
+        let mut out = Vec::new();
+        if s.card == 0 || start > end {
+            return Ok(Some(out));
+        }
+        let (shi, slo) = split(start);
+        let mut st = self.bm_stream(db, key, version, shi, false);
+        while let Some(hi) = head(&mut st)? {
+            if join(hi, 0) > end {
+                break;
+            }
+            let bytes = take(&mut st)?;
+            let v = view(&bytes)?;
+            let r = v.as_ref();
+            let it = if hi == shi {
+                r.iter_from(slo)
+            } else {
+                r.iter()
+            };
+            for lo in it {
+                let x = join(hi, lo);
+                if x > end {
+                    return Ok(Some(out));
+                }
+                out.push(x);
+                if out.len() > max {
+                    return Ok(Some(out));
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// TR.RANGEBITARRAY: bits `start..=end` as `'0'` / `'1'` bytes; `None`
+    /// when the key is missing. The caller bounds the width.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_range_bits(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        start: u32,
+        end: u32,
+    ) -> Result<Option<Vec<u8>>> {
+        if self.bm_version(db, key)?.is_none() {
+            return Ok(None);
+        }
+        let width = (u64::from(end) - u64::from(start) + 1) as usize;
+        let mut out = vec![b'0'; width];
+        let vals = self
+            .tr_range(db, key, start, end, width)?
+            .unwrap_or_default();
+        for v in vals {
+            out[(v - start) as usize] = b'1';
+        }
+        Ok(Some(out))
+    }
+
+    /// The whole bitmap in memory (TR.EXPORT); `None` when missing.
+    ///
+    /// # Errors
+    /// `WrongType`; `Corrupt` on a bad container entry.
+    pub fn tr_load(&mut self, db: u16, key: &[u8]) -> Result<Option<Bitmap>> {
+        let Some((version, _)) = self.bm_version(db, key)? else {
+            return Ok(None);
+        };
+        let mut pairs = Vec::new();
+        for e in self.data_iter(db, key, version, None, false) {
+            let (sub, bytes) = e?;
+            pairs.push((block_of(&sub)?, view(&bytes)?.to_buf()));
+        }
+        Bitmap::from_containers(pairs).map(Some).map_err(corrupt)
+    }
+
+    // ----- multi-key ----------------------------------------------------
+
+    /// Versions and summaries of the sources (`None` = missing), checking
+    /// every type first.
+    fn bm_sources(&mut self, db: u16, keys: &[&[u8]]) -> Result<Vec<Option<(u64, BitmapSummary)>>> {
+        keys.iter().map(|k| self.bm_version(db, k)).collect()
+    }
+
+    /// Runs `op` over the sources in one merge scan, handing each non-empty
+    /// result container to `sink` in block order. Missing sources are
+    /// empty (open point 3). Key counts are the caller's to check.
+    fn bm_merge(
+        &mut self,
+        db: u16,
+        op: BitOp,
+        keys: &[&[u8]],
+        sink: &mut dyn FnMut(u16, ContainerBuf),
+    ) -> Result<()> {
+        let srcs = self.bm_sources(db, keys)?;
+        let mut streams: Vec<Option<Stream<'_>>> = srcs
+            .iter()
+            .zip(keys)
+            .map(|(s, k)| {
+                s.filter(|(_, sum)| sum.card > 0)
+                    .map(|(v, sum)| self.bm_source_stream(db, k, v, &sum))
+            })
+            .collect();
+        match op {
+            BitOp::And => {
+                if streams.iter().any(Option::is_none) {
+                    return Ok(());
+                }
+                let mut ss: Vec<Stream<'_>> = streams.into_iter().flatten().collect();
+                'outer: loop {
+                    let mut target = 0u16;
+                    for s in &mut ss {
+                        match head(s)? {
+                            Some(h) => target = target.max(h),
+                            None => break 'outer,
+                        }
+                    }
+                    let mut all = true;
+                    for s in &mut ss {
+                        while let Some(h) = head(s)? {
+                            if h >= target {
+                                break;
+                            }
+                            s.next();
+                        }
+                        match head(s)? {
+                            Some(h) if h == target => {}
+                            Some(_) => all = false,
+                            None => break 'outer,
+                        }
+                    }
+                    if all {
+                        let bufs: Vec<Vec<u8>> = ss.iter_mut().map(take).collect::<Result<_>>()?;
+                        let views: Vec<ContainerView<'_>> =
+                            bufs.iter().map(|b| view(b)).collect::<Result<_>>()?;
+                        let refs: Vec<ContainerRef<'_>> =
+                            views.iter().map(ContainerView::as_ref).collect();
+                        let c = if refs.len() == 1 {
+                            refs[0].to_buf()
+                        } else if refs.len() == 2 {
+                            setops::and(refs[0], refs[1])
+                        } else {
+                            setops::intersection_many(&refs)
+                        };
+                        if !c.is_empty() {
+                            sink(target, c);
+                        }
+                    }
+                }
+            }
+            BitOp::Or | BitOp::Xor => {
+                let mut ss: Vec<Stream<'_>> = streams.into_iter().flatten().collect();
+                loop {
+                    let mut low: Option<u16> = None;
+                    for s in &mut ss {
+                        if let Some(h) = head(s)? {
+                            low = Some(low.map_or(h, |l| l.min(h)));
+                        }
+                    }
+                    let Some(low) = low else { break };
+                    let mut bufs = Vec::new();
+                    for s in &mut ss {
+                        if head(s)? == Some(low) {
+                            bufs.push(take(s)?);
+                        }
+                    }
+                    let views: Vec<ContainerView<'_>> =
+                        bufs.iter().map(|b| view(b)).collect::<Result<_>>()?;
+                    let refs: Vec<ContainerRef<'_>> =
+                        views.iter().map(ContainerView::as_ref).collect();
+                    let c = if refs.len() == 1 {
+                        refs[0].to_buf()
+                    } else if op == BitOp::Or {
+                        if refs.len() == 2 {
+                            setops::or(refs[0], refs[1])
+                        } else {
+                            setops::union_many(&refs)
+                        }
+                    } else {
+                        let mut acc = setops::xor(refs[0], refs[1]);
+                        for r in &refs[2..] {
+                            setops::xor_in_place(&mut acc, *r);
+                        }
+                        acc
+                    };
+                    if !c.is_empty() {
+                        sink(low, c);
+                    }
+                }
+            }
+            BitOp::Diff => {
+                let mut b = streams.pop().flatten();
+                let Some(mut a) = streams.pop().flatten() else {
+                    return Ok(());
+                };
+                while let Some(hi) = head(&mut a)? {
+                    let abytes = take(&mut a)?;
+                    let av = view(&abytes)?;
+                    let mut matched = None;
+                    if let Some(bs) = b.as_mut() {
+                        while let Some(h) = head(bs)? {
+                            if h >= hi {
+                                break;
+                            }
+                            bs.next();
+                        }
+                        if head(bs)? == Some(hi) {
+                            matched = Some(take(bs)?);
+                        }
+                    }
+                    let c = match &matched {
+                        Some(bb) => setops::andnot(av.as_ref(), view(bb)?.as_ref()),
+                        None => av.as_ref().to_buf(),
+                    };
+                    if !c.is_empty() {
+                        sink(hi, c);
+                    }
+                }
+            }
+            BitOp::Not => {
+                let Some(Some((_, s))) = srcs.first() else {
+                    return Ok(());
+                };
+                if s.card == 0 {
+                    return Ok(());
+                }
+                let (max_hi, max_lo) = split(s.max);
+                let mut src = streams.pop().flatten();
+                for hi in 0..=max_hi {
+                    let up = if hi == max_hi { max_lo } else { u16::MAX };
+                    let mut cur = None;
+                    if let Some(st) = src.as_mut() {
+                        if head(st)? == Some(hi) {
+                            cur = Some(take(st)?);
+                        }
+                    }
+                    let mut c = match &cur {
+                        Some(b) => view(b)?.to_buf(),
+                        None => ContainerBuf::new(),
+                    };
+                    c.flip_range(0, up);
+                    if !c.is_empty() {
+                        sink(hi, c);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// TR.BITOP: stores `op` over `srcs` in `dest` (replacing any bitmap
+    /// there, no TTL: open point 14; an empty result is kept as an empty
+    /// bitmap: open point 7) and returns the result's cardinality.
+    ///
+    /// # Errors
+    /// `WrongType` when a source or the destination holds another type
+    /// (open point 9); nothing is written then.
+    pub fn tr_bitop(&mut self, db: u16, dest: &[u8], op: BitOp, srcs: &[&[u8]]) -> Result<u64> {
+        self.meta_of(db, dest, Kind::Bitmap)?;
+        let mut out: Vec<(u16, ContainerBuf)> = Vec::new();
+        self.bm_merge(db, op, srcs, &mut |hi, c| out.push((hi, c)))?;
+        let b = Bitmap::from_containers(out).map_err(corrupt)?;
+        self.tr_replace(db, dest, &b)
+    }
+
+    /// TR.BITOPCARD: the cardinality of `op` over `srcs`; stores nothing.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_bitopcard(&mut self, db: u16, op: BitOp, srcs: &[&[u8]]) -> Result<u64> {
+        if srcs.len() == 2 && matches!(op, BitOp::And | BitOp::Or | BitOp::Xor | BitOp::Diff) {
+            let (mut n, mut ca, mut cb) = (0u64, 0u64, 0u64);
+            self.bm_pairs(db, srcs[0], srcs[1], &mut |a, b| {
+                match (a, b) {
+                    (Some(a), Some(b)) => {
+                        n += u64::from(match op {
+                            BitOp::And => setops::and_len(a, b),
+                            BitOp::Or => setops::or_len(a, b),
+                            BitOp::Xor => setops::xor_len(a, b),
+                            _ => setops::andnot_len(a, b),
+                        });
+                    }
+                    (Some(a), None) => ca += u64::from(a.cardinality()),
+                    (None, Some(b)) => cb += u64::from(b.cardinality()),
+                    (None, None) => {}
+                }
+                true
+            })?;
+            return Ok(match op {
+                BitOp::And => n,
+                BitOp::Or | BitOp::Xor => n + ca + cb,
+                _ => n + ca,
+            });
+        }
+        let mut n = 0u64;
+        self.bm_merge(db, op, srcs, &mut |_, c| n += u64::from(c.cardinality()))?;
+        Ok(n)
+    }
+
+    /// Walks two bitmaps' containers in block order, calling `f` with the
+    /// pair present at each block (either side `None` when absent there);
+    /// stops early when `f` returns false. Missing keys are empty.
+    fn bm_pairs(
+        &mut self,
+        db: u16,
+        ka: &[u8],
+        kb: &[u8],
+        f: &mut dyn FnMut(Option<ContainerRef<'_>>, Option<ContainerRef<'_>>) -> bool,
+    ) -> Result<()> {
+        let srcs = self.bm_sources(db, &[ka, kb])?;
+        let mut sa = srcs[0].map(|(v, sum)| self.bm_source_stream(db, ka, v, &sum));
+        let mut sb = srcs[1].map(|(v, sum)| self.bm_source_stream(db, kb, v, &sum));
+        loop {
+            let ha = match sa.as_mut() {
+                Some(s) => head(s)?,
+                None => None,
+            };
+            let hb = match sb.as_mut() {
+                Some(s) => head(s)?,
+                None => None,
+            };
+            let (ta, tb) = match (ha, hb) {
+                (None, None) => return Ok(()),
+                (Some(a), None) => (Some(a), None),
+                (None, Some(b)) => (None, Some(b)),
+                (Some(a), Some(b)) if a == b => (Some(a), Some(b)),
+                (Some(a), Some(b)) if a < b => (Some(a), None),
+                (Some(_), Some(b)) => (None, Some(b)),
+            };
+            let ba = match (ta, sa.as_mut()) {
+                (Some(_), Some(s)) => Some(take(s)?),
+                _ => None,
+            };
+            let bb = match (tb, sb.as_mut()) {
+                (Some(_), Some(s)) => Some(take(s)?),
+                _ => None,
+            };
+            let va = ba.as_deref().map(view).transpose()?;
+            let vb = bb.as_deref().map(view).transpose()?;
+            if !f(
+                va.as_ref().map(ContainerView::as_ref),
+                vb.as_ref().map(ContainerView::as_ref),
+            ) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// TR.JACCARD: |A ∩ B| / |A ∪ B|; 0 when both are empty or missing
+    /// (open point 3).
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_jaccard(&mut self, db: u16, ka: &[u8], kb: &[u8]) -> Result<f64> {
+        let (mut inter, mut union) = (0u64, 0u64);
+        self.bm_pairs(db, ka, kb, &mut |a, b| {
+            match (a, b) {
+                (Some(a), Some(b)) => {
+                    let i = u64::from(setops::and_len(a, b));
+                    inter += i;
+                    union += u64::from(a.cardinality()) + u64::from(b.cardinality()) - i;
+                }
+                (Some(x), None) | (None, Some(x)) => union += u64::from(x.cardinality()),
+                (None, None) => {}
+            }
+            true
+        })?;
+        Ok(if union == 0 {
+            0.0
+        } else {
+            inter as f64 / union as f64
+        })
+    }
+
+    /// TR.CONTAINS: true when every set bit of `ka` is set in `kb` (a
+    /// missing or empty `ka` is a subset: open point 3). Stops at the first
+    /// counter-example.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_contains(&mut self, db: u16, ka: &[u8], kb: &[u8]) -> Result<bool> {
+        let mut ok = true;
+        self.bm_pairs(db, ka, kb, &mut |a, b| {
+            ok = match (a, b) {
+                (Some(a), Some(b)) => setops::is_subset(a, b),
+                (Some(a), None) => a.is_empty(),
+                _ => true,
+            };
+            ok
+        })?;
+        Ok(ok)
+    }
+}
+
+/// Clamps an offset computed in u64 to the reply: −1 past 2^32 − 1.
+fn fit(v: u64) -> i64 {
+    if v <= u64::from(u32::MAX) {
+        v as i64
+    } else {
+        -1
+    }
+}
+
+/// The `n`-th (1-based) clear low offset of a container, counting upward.
+/// The caller guarantees it exists.
+fn nth_zero_up(r: ContainerRef<'_>, n: u64) -> u16 {
+    // zeros in [0, x] = x + 1 - rank(x), monotone in x: binary search.
+    let (mut lo, mut hi) = (0u32, u32::from(u16::MAX));
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let zeros = u64::from(mid) + 1 - u64::from(r.rank(mid as u16));
+        if zeros >= n {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo as u16
+}
+
+/// The `n`-th (1-based) clear low offset at or below `top`, counting
+/// downward. The caller guarantees it exists.
+fn nth_zero_down(r: ContainerRef<'_>, top: u16, n: u64) -> u16 {
+    let rank_top = u64::from(r.rank(top));
+    // zeros in [y, top] = (top - y + 1) - (rank(top) - rank(y - 1)),
+    // decreasing in y: the largest y with zeros >= n.
+    let zeros_from = |y: u32| -> u64 {
+        let below = if y == 0 {
+            0
+        } else {
+            u64::from(r.rank((y - 1) as u16))
+        };
+        (u64::from(top) - u64::from(y) + 1) - (rank_top - below)
+    };
+    let (mut lo, mut hi) = (0u32, u32::from(top));
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if zeros_from(mid) >= n {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Store, StoreConfig};
+    use std::collections::BTreeSet;
+
+    fn store() -> Store {
+        Store::open(StoreConfig::default()).unwrap()
+    }
+
+    fn check(t: &mut Txn, key: &[u8], model: &BTreeSet<u32>) {
+        let s = t.tr_summary(0, key).unwrap().unwrap();
+        assert_eq!(s.card, model.len() as u64);
+        if let (Some(a), Some(b)) = (model.first(), model.last()) {
+            assert_eq!((s.min, s.max), (*a, *b));
+        }
+        assert_eq!(s.sum, model.iter().map(|&v| u64::from(v)).sum::<u64>());
+        let all = t
+            .tr_range(0, key, 0, u32::MAX, usize::MAX - 1)
+            .unwrap()
+            .unwrap();
+        assert_eq!(all, model.iter().copied().collect::<Vec<_>>());
+        let b = t.tr_load(0, key).unwrap().unwrap();
+        assert_eq!(summary_of_bitmap(&b), s, "census drifted");
+    }
+
+    #[test]
+    fn single_bit_writes_keep_the_summary_exact_across_kinds() {
+        let st = store();
+        let mut t = st.begin(&[]);
+        let mut model = BTreeSet::new();
+        let mut x: u64 = 12345;
+        for i in 0..12_000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = ((x >> 33) as u32) % 200_000;
+            let set = i % 5 != 0;
+            let prev = t.tr_setbit(0, b"k", v, set).unwrap();
+            assert_eq!(prev, model.contains(&v));
+            if set {
+                model.insert(v);
+            } else {
+                model.remove(&v);
+            }
+        }
+        check(&mut t, b"k", &model);
+        for v in model.clone().into_iter().take(5000) {
+            t.tr_setbit(0, b"k", v, false).unwrap();
+            model.remove(&v);
+        }
+        check(&mut t, b"k", &model);
+    }
+
+    #[test]
+    fn ranges_bitpos_and_setops_match_a_model() {
+        let st = store();
+        let mut t = st.begin(&[]);
+        t.tr_range_write(0, b"a", 65_530, 131_080, RangeOp::Set)
+            .unwrap();
+        t.tr_range_write(0, b"a", 70_000, 70_010, RangeOp::Flip)
+            .unwrap();
+        let mut a: BTreeSet<u32> = (65_530..=131_080).collect();
+        for v in 70_000..=70_010 {
+            a.remove(&v);
+        }
+        check(&mut t, b"a", &a);
+        t.tr_setbits(0, b"b", &[1, 65_535, 65_536, 70_005, 1 << 31])
+            .unwrap();
+        let b: BTreeSet<u32> = [1, 65_535, 65_536, 70_005, 1 << 31].into();
+        let and: Vec<u32> = a.intersection(&b).copied().collect();
+        assert_eq!(
+            t.tr_bitopcard(0, BitOp::And, &[b"a", b"b"]).unwrap(),
+            and.len() as u64
+        );
+        assert_eq!(
+            t.tr_bitopcard(0, BitOp::Or, &[b"a", b"b"]).unwrap(),
+            a.union(&b).count() as u64
+        );
+        assert_eq!(
+            t.tr_bitopcard(0, BitOp::Xor, &[b"a", b"b", b"b"]).unwrap(),
+            a.len() as u64
+        );
+        assert_eq!(
+            t.tr_bitop(0, b"d", BitOp::Diff, &[b"a", b"b"]).unwrap(),
+            a.difference(&b).count() as u64
+        );
+        assert_eq!(
+            t.tr_bitop(0, b"n", BitOp::Not, &[b"b"]).unwrap(),
+            (1u64 << 31) + 1 - 5
+        );
+        assert!(t.tr_contains(0, b"d", b"a").unwrap());
+        assert!(!t.tr_contains(0, b"b", b"a").unwrap());
+        // bitpos, both directions and values
+        assert_eq!(t.tr_bitpos(0, b"a", true, 1).unwrap(), 65_530);
+        assert_eq!(t.tr_bitpos(0, b"a", true, -1).unwrap(), 131_080);
+        assert_eq!(t.tr_bitpos(0, b"a", false, 65_531).unwrap(), 70_000);
+        assert_eq!(t.tr_bitpos(0, b"a", false, -1).unwrap(), 70_010);
+        assert_eq!(t.tr_bitpos(0, b"a", false, -12).unwrap(), 65_529);
+        assert_eq!(t.tr_bitpos(0, b"a", false, 65_530 + 12).unwrap(), 131_081);
+        let (c, v) = t.tr_scan(0, b"b", 2, 2).unwrap().unwrap();
+        assert_eq!((c, v), (70_005, vec![65_535, 65_536]));
+    }
+
+    fn brute_bitpos(s: &BTreeSet<u32>, value: bool, count: i64) -> i64 {
+        let n = count.unsigned_abs();
+        let max = s.last().copied();
+        let mut k = 0;
+        if count > 0 {
+            let mut v: u64 = 0;
+            while v <= u64::from(u32::MAX) {
+                if s.contains(&(v as u32)) == value {
+                    k += 1;
+                    if k == n {
+                        return v as i64;
+                    }
+                }
+                if value && Some(v as u32) >= max {
+                    return -1;
+                }
+                v += 1;
+            }
+            -1
+        } else {
+            let Some(max) = max else { return -1 };
+            let mut v = i64::from(max);
+            while v >= 0 {
+                if s.contains(&(v as u32)) == value {
+                    k += 1;
+                    if k == n {
+                        return v;
+                    }
+                }
+                v -= 1;
+            }
+            -1
+        }
+    }
+
+    #[test]
+    fn bitpos_matches_brute_force_across_blocks_and_gaps() {
+        let st = store();
+        let mut t = st.begin(&[]);
+        let mut model = BTreeSet::new();
+        // Blocks 0, 2 and 5 populated (1, 3, 4 absent), one dense run.
+        for v in [0u32, 1, 2, 7, 65_535] {
+            model.insert(v);
+        }
+        for v in 131_072..131_172 {
+            model.insert(v);
+        }
+        model.insert(5 * 65_536 + 9);
+        let vals: Vec<u32> = model.iter().copied().collect();
+        t.tr_setbits(0, b"p", &vals).unwrap();
+        for value in [false, true] {
+            for count in (-300..=300)
+                .step_by(23)
+                .chain([1, -1, 65_530, 65_540, 200_000, -200_000, -65_540])
+            {
+                if count == 0 {
+                    continue;
+                }
+                assert_eq!(
+                    t.tr_bitpos(0, b"p", value, count).unwrap(),
+                    brute_bitpos(&model, value, count),
+                    "value {value} count {count}"
+                );
+            }
+        }
+        // An empty (existing) bitmap: every bit is clear upward, none downward.
+        t.tr_setbits(0, b"e", &[3]).unwrap();
+        t.tr_clearbits(0, b"e", &[3]).unwrap();
+        assert_eq!(t.tr_summary(0, b"e").unwrap().unwrap().card, 0);
+        assert_eq!(t.tr_bitpos(0, b"e", false, 5).unwrap(), 4);
+        assert_eq!(t.tr_bitpos(0, b"e", false, -1).unwrap(), -1);
+        assert_eq!(t.tr_bitpos(0, b"e", true, 1).unwrap(), -1);
+        assert_eq!(t.tr_bitpos(0, b"missing", false, 1).unwrap(), -1);
+    }
+
+    #[test]
+    fn corrupt_container_bytes_are_an_error_not_a_panic() {
+        let st = store();
+        let mut t = st.begin(&[]);
+        t.tr_setbits(0, b"c", &[1, 2, 70_000]).unwrap();
+        let version = t.meta(0, b"c").unwrap().unwrap().version;
+        t.data_put(
+            0,
+            b"c",
+            version,
+            &0u16.to_be_bytes(),
+            vec![0x10, 9, 0, 0, 1],
+        );
+        assert!(matches!(
+            t.tr_getbit(0, b"c", 1),
+            Err(StoreError::Corrupt(_))
+        ));
+        assert!(matches!(
+            t.tr_range(0, b"c", 0, 10, 100),
+            Err(StoreError::Corrupt(_))
+        ));
+        assert!(matches!(
+            t.tr_bitopcard(0, BitOp::Or, &[b"c", b"c"]),
+            Err(StoreError::Corrupt(_))
+        ));
+        t.data_put(0, b"c", version, b"xyz", vec![]);
+        assert!(t.tr_load(0, b"c").is_err());
+    }
+
+    #[test]
+    fn low_sum_matches_a_plain_sum_for_every_kind() {
+        let mut x: u64 = 99;
+        for density in [10u32, 3000, 5000, 40_000, 65_536] {
+            let mut vals: Vec<u16> = (0..density)
+                .map(|_| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    (x >> 48) as u16
+                })
+                .collect();
+            vals.sort_unstable();
+            vals.dedup();
+            let mut c = ContainerBuf::from_sorted(&vals);
+            let want: u64 = vals.iter().map(|&v| u64::from(v)).sum();
+            assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
+            c.optimize();
+            assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
+        }
+        let full = ContainerBuf::from_range(0, u16::MAX);
+        assert_eq!(low_sum(full.as_ref()), 65_535 * 65_536 / 2);
+        let b = Bitmap::from_sorted(&[0, 5, 65_536, 70_000, u32::MAX]);
+        let s = summary_of_bitmap(&b);
+        assert_eq!((s.card, s.min, s.max, s.containers), (5, 0, u32::MAX, 3));
+        assert_eq!(s.sum, 5 + 65_536 + 70_000 + u64::from(u32::MAX));
+    }
+}
