@@ -26,7 +26,8 @@ pub struct Txn {
     now: u64,
     /// Meta overlay by meta key: `None` = deleted in this txn.
     meta: BTreeMap<Vec<u8>, Option<KeyMeta>>,
-    /// Expire time of each touched key before this txn (`None` = absent).
+    /// Expire time before this txn (`None` = absent) of each key in the
+    /// meta overlay, recorded when the key first enters it.
     orig: BTreeMap<Vec<u8>, Option<u64>>,
     /// Data overlay by data key: `None` = deleted in this txn.
     data: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
@@ -226,7 +227,7 @@ impl Txn {
 
     // ----- meta ---------------------------------------------------------
 
-    /// Reads meta as stored (expired or not), recording the original state.
+    /// Reads meta as stored (expired or not), or as this `Txn` left it.
     /// The stored state comes from the stripe's meta cache when this `Txn`
     /// holds the stripe and the slot has the key, else from the `Kv` (and
     /// then fills the slot).
@@ -257,11 +258,15 @@ impl Txn {
                 m
             }
         };
-        if !self.orig.contains_key(mk) {
-            self.orig
-                .insert(mk.to_vec(), m.as_ref().map(|m| m.expire_at_ms));
-        }
         Ok(m)
+    }
+
+    /// Records the stored expire time of `mk` before its first write in
+    /// this `Txn` (`stored`: what `load_meta` gave with no overlay entry).
+    fn record_orig(&mut self, mk: &[u8], stored: Option<&KeyMeta>) {
+        self.orig
+            .entry(mk.to_vec())
+            .or_insert(stored.map(|m| m.expire_at_ms));
     }
 
     /// The live meta of `(db, key)`: `None` when absent or expired. An
@@ -289,6 +294,9 @@ impl Txn {
         };
         if m.is_expired(self.now) {
             if self.held.covers(db, key) {
+                if !self.meta.contains_key(&mk) {
+                    self.record_orig(&mk, Some(&m));
+                }
                 self.meta.insert(mk, None);
                 self.touched.insert((db, key.to_vec()));
                 self.expired += 1;
@@ -328,7 +336,14 @@ impl Txn {
         // needs no write: the overlay or the store already holds it.
         let unchanged = match self.meta.get(&mk) {
             Some(cur) => cur.as_ref() == Some(&m),
-            None => self.load_meta(&mk)?.as_ref() == Some(&m),
+            None => {
+                let stored = self.load_meta(&mk)?;
+                let same = stored.as_ref() == Some(&m);
+                if !same {
+                    self.record_orig(&mk, stored.as_ref());
+                }
+                same
+            }
         };
         if !unchanged {
             self.meta.insert(mk, Some(m));
@@ -345,8 +360,9 @@ impl Txn {
         self.check_db(db)?;
         self.ensure_locked(db, key);
         let mk = keys::meta_key(db, key);
-        if !self.orig.contains_key(&mk) {
-            self.load_meta(&mk)?;
+        if !self.meta.contains_key(&mk) {
+            let stored = self.load_meta(&mk)?;
+            self.record_orig(&mk, stored.as_ref());
         }
         self.meta.insert(mk, None);
         self.touched.insert((db, key.to_vec()));
