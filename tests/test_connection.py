@@ -25,7 +25,7 @@ SCENARIOS = {
                        "HELLO 3 AUTH default anything", "HELLO 3 AUTH", "HELLO 2"],
     "hello_noargs": ["HELLO"],
     "auth_without_password": ["AUTH x", "AUTH default x", "AUTH a b c", "AUTH"],
-    "errors_echo_raw_bytes": ["SADD s a", ("EXPIRE", "s", "10", b"\xff"), ("CLIENT", b"\x00"), ("CLIENT", b"\xfe"),
+    "errors_echo_raw_bytes": ["SADD s a", ("EXPIRE", "s", "10", b"\xff"), ("EXPIRE", "s", "10", b"a\x00b"), ("CLIENT", b"\x00"), ("CLIENT", b"\xfe"),
                               ("NOSUCH", b"a\x00b"), ("OBJECT", b"\xff\xfe"), ("SET", "k", "v", b"\xff"),
                               ("NOSUCH\xff",), (b"\xff\x00x",)],
     "reset_basic": ["SELECT 2", "CLIENT SETNAME n", "RESET", "CLIENT GETNAME", "SET k v", "SELECT 2", "GET k",
