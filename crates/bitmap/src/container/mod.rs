@@ -209,9 +209,7 @@ impl<'a> ContainerRef<'a> {
                 a.len()
             }
             ContainerRef::Run { runs, .. } => run::to_array(runs, out),
-            ContainerRef::Bitset { words, .. } => {
-                (crate::kernels::get().bitset_to_array)(words, out)
-            }
+            ContainerRef::Bitset { words, .. } => bitset::to_array(words, out),
         }
     }
 

@@ -1,4 +1,4 @@
-//! x86-64 vector kernels: AVX2 (with POPCNT, BMI2) and AVX-512 (F, BW, VPOPCNTDQ; VBMI2 where present).
+//! x86-64 vector kernels: AVX2 (with POPCNT, BMI2) and AVX-512 (F, BW, VPOPCNTDQ).
 //!
 //! The only module with `unsafe`. Each kernel is a `#[target_feature]`
 //! function; the tables below wrap them in safe functions, and a table is
@@ -23,11 +23,7 @@ pub fn detect() -> Option<&'static Kernels> {
         && is_x86_feature_detected!("avx512bw")
         && is_x86_feature_detected!("avx512vpopcntdq")
     {
-        if is_x86_feature_detected!("avx512vbmi2") {
-            Some(&AVX512_VBMI2)
-        } else {
-            Some(&AVX512)
-        }
+        Some(&AVX512)
     } else if avx2 {
         Some(&AVX2)
     } else {
@@ -197,44 +193,6 @@ fn set_list_bmi2(words: &mut Words, list: &[u16]) {
 }
 
 // ----- bitset kernels, AVX-512 ---------------------------------------------------------
-
-/// Lane `i` holds `i`: the low bits of the 32 values one half-word of a bitset covers.
-static LANES: [u16; 32] = [
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26, 27, 28, 29, 30, 31,
-];
-
-/// Bitset to sorted array with `vpcompressw`: per non-zero 32-bit half, the
-/// values of its set bits are compressed into the low lanes and stored with a
-/// mask of exactly that many lanes, so nothing past the count is written.
-#[target_feature(enable = "avx512f,avx512bw,avx512vbmi2")]
-fn bitset_to_array_vbmi2(words: &Words, out: &mut [u16]) -> usize {
-    // SAFETY: LANES is 32 u16 = 64 bytes, one unaligned 512-bit load.
-    let lanes = unsafe { _mm512_loadu_si512(LANES.as_ptr().cast()) };
-    let mut n = 0usize;
-    for (wi, &w) in words.iter().enumerate() {
-        if w == 0 {
-            continue;
-        }
-        for half in 0..2 {
-            let m = (w >> (32 * half)) as u32;
-            if m == 0 {
-                continue;
-            }
-            let cnt = m.count_ones() as usize;
-            assert!(cnt <= out.len() - n, "bitset_to_array: output too short");
-            let base = _mm512_set1_epi16((wi * 64 + half * 32) as u16 as i16);
-            let v = _mm512_maskz_compress_epi16(m, _mm512_add_epi16(lanes, base));
-            let keep = ((1u64 << cnt) - 1) as u32;
-            // SAFETY: the store writes only the `cnt` low lanes (masked stores
-            // do not touch or fault on masked-off lanes), and n + cnt <= out.len()
-            // was checked above.
-            unsafe { _mm512_mask_storeu_epi16(out.as_mut_ptr().add(n).cast(), keep, v) };
-            n += cnt;
-        }
-    }
-    n
-}
 
 #[inline]
 #[target_feature(enable = "avx512f")]
@@ -706,7 +664,6 @@ wrap!(xor_ip_avx512, binop_in_place_avx512::<XOR>, (a: &mut Words, b: &Words) ->
 wrap!(andnot_ip_avx512, binop_in_place_avx512::<ANDNOT>, (a: &mut Words, b: &Words) -> u32);
 wrap!(and_len_avx512_w, and_len_avx512, (a: &Words, b: &Words) -> u32);
 wrap!(popcount_avx512_w, popcount_avx512, (w: &[u64]) -> u64);
-wrap!(to_array_vbmi2_w, bitset_to_array_vbmi2, (w: &Words, o: &mut [u16]) -> usize);
 
 /// AVX2 + POPCNT table.
 pub static AVX2: Kernels = Kernels {
@@ -729,20 +686,10 @@ pub static AVX2: Kernels = Kernels {
     or_words_in_place: or_words_avx2_w,
     popcount: popcount_avx2_w,
     set_list: set_list_w,
-    bitset_to_array: scalar::bitset_to_array,
 };
 
 /// AVX-512 (F, BW, VPOPCNTDQ) table; array kernels shared with AVX2.
-pub static AVX512: Kernels = AVX512_BASE;
-
-/// The AVX-512 table plus VBMI2 (`vpcompressw`) for bitset-to-array conversion.
-pub static AVX512_VBMI2: Kernels = Kernels {
-    name: "avx512+vbmi2",
-    bitset_to_array: to_array_vbmi2_w,
-    ..AVX512_BASE
-};
-
-const AVX512_BASE: Kernels = Kernels {
+pub static AVX512: Kernels = Kernels {
     name: "avx512",
     and_array_array: and_arr_w,
     and_array_array_len: and_arr_len_w,
@@ -762,5 +709,4 @@ const AVX512_BASE: Kernels = Kernels {
     or_words_in_place: or_words_avx2_w,
     popcount: popcount_avx512_w,
     set_list: set_list_w,
-    bitset_to_array: scalar::bitset_to_array,
 };
