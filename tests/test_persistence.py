@@ -480,3 +480,17 @@ def test_crash_under_pipelined_load(roaringd_server):
     c = srv.client()
     verify_writers(c, writers)
     c.close()
+
+
+@pytest.mark.roaringd_only
+def test_second_server_on_same_dir_refused(roaringd_server):
+    """A second roaringd on a --dir in use exits with an error; the first is unaffected."""
+    first = roaringd_server().start()
+    c = first.client()
+    c.call("SET", "k", "v")
+    second = roaringd_server(dir=first.dir)
+    with pytest.raises(RuntimeError):
+        second.start(timeout=20)
+    assert first.alive()
+    assert c.call("GET", "k") == b"v"
+    c.close()
