@@ -494,3 +494,32 @@ def test_second_server_on_same_dir_refused(roaringd_server):
     assert first.alive()
     assert c.call("GET", "k") == b"v"
     c.close()
+
+
+@pytest.mark.parametrize("how", ["sigterm", "kill9"])
+def test_large_data_survives_restart(roaringd_server, how):
+    """Large values (MBs), 20,000 keys and a 20,000-member set survive a restart;
+    SCAN still returns every key."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    c = srv.client()
+    big = bytes(range(256)) * 12000  # ~3 MB
+    assert c.call("SET", "big", big) == Status(b"OK")
+    assert c.call("HSET", "bighash", "f", big[:1_000_000]) == 1
+    c.pipeline([("MSET", *[x for i in range(j, j + 500) for x in (f"key:{i}", f"v{i}")]) for j in range(0, 20000, 500)])
+    c.pipeline([("SADD", "bigset", *[str(i) for i in range(j, j + 1000)]) for j in range(0, 20000, 1000)])
+    c.close()
+    if how == "kill9":
+        srv.kill()
+    else:
+        srv.terminate()
+    srv.start()
+    c = srv.client()
+    assert c.call("GET", "big") == big
+    assert c.call("HGET", "bighash", "f") == big[:1_000_000]
+    assert c.call("DBSIZE") == 20003
+    assert c.call("SCARD", "bigset") == 20000
+    assert c.call("MGET", "key:0", "key:19999") == [b"v0", b"v19999"]
+    from diff import scan_full
+    keys = scan_full(c, "SCAN", count=1000)
+    assert len(keys) == 20003 and b"key:12345" in keys
+    c.close()
