@@ -523,3 +523,26 @@ def test_large_data_survives_restart(roaringd_server, how):
     keys = scan_full(c, "SCAN", count=1000)
     assert len(keys) == 20003 and b"key:12345" in keys
     c.close()
+
+
+def test_keys_expired_while_down_are_removed(roaringd_server):
+    """Keys whose TTL passed while the server was down are invisible after the
+    restart and are removed by the active cycle (DBSIZE reaches 0, polled)."""
+    srv = roaringd_server().start()
+    c = srv.client()
+    for i in range(100):
+        c.call("SET", f"t{i}", "v", "PX", "300")
+    c.call("SADD", "tset", "a")
+    c.call("PEXPIRE", "tset", "300")
+    c.close()
+    srv.terminate()
+    time.sleep(0.6)
+    srv.start()
+    c = srv.client()
+    assert c.call("GET", "t5") is None and c.call("EXISTS", "tset") == 0
+    deadline = time.monotonic() + 30
+    while c.call("DBSIZE") != 0:
+        assert time.monotonic() < deadline, f"DBSIZE still {c.call('DBSIZE')} long after every key expired"
+        time.sleep(0.1)
+    assert c.call("KEYS", "*") == []
+    c.close()
