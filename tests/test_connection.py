@@ -276,3 +276,24 @@ def test_quit_inside_multi(servers):
         outs.append((data, c2.call("EXISTS", "qm")))
         c2.close()
     assert outs[0] == outs[1], outs
+
+
+def test_client_info_tracks_state(servers):
+    """CLIENT INFO reflects the connection's protocol, database, name, MULTI and last command."""
+    servers.reset()
+    for srv in (servers.roaringd, servers.redis):
+        c = srv.client()
+        c.call("HELLO", "3", "SETNAME", "tracked")
+        c.protocol = 3
+        c.call("SELECT", "4")
+        info = _client_fields(_as_bytes(c.call("CLIENT", "INFO")))
+        assert info["resp"] == "3" and info["db"] == "4" and info["name"] == "tracked", (srv.kind, info)
+        c.call("RESET")
+        info = _client_fields(_as_bytes(c.call("CLIENT", "INFO")))
+        assert info["resp"] == "2" and info["db"] == "0" and info["name"] == "", (srv.kind, info)
+        c.close()
+
+
+def _as_bytes(r):
+    from resp_client import Verbatim
+    return r.value if isinstance(r, Verbatim) else r
