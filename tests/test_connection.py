@@ -24,6 +24,8 @@ SCENARIOS = {
                        "HELLO 3 SETNAME hn", "CLIENT GETNAME", "HELLO 2 SETNAME", "HELLO 2 FOO",
                        "HELLO 3 AUTH default anything", "HELLO 3 AUTH", "HELLO 2"],
     "hello_noargs": ["HELLO"],
+    "hello_bad_setname": [("HELLO", "3", "SETNAME", "a b"), "PING", "CLIENT GETNAME", ("HELLO", "3", "SETNAME", ""),
+                          "CLIENT GETNAME", "HGETALL nokey", "HELLO 2 AUTH", "HELLO 2 AUTH default", "HELLO 3 SETNAME x AUTH"],
     "auth_without_password": ["AUTH x", "AUTH default x", "AUTH a b c", "AUTH"],
     "errors_echo_raw_bytes": ["SADD s a", ("EXPIRE", "s", "10", b"\xff"), ("EXPIRE", "s", "10", b"a\x00b"), ("CLIENT", b"\x00"), ("CLIENT", b"\xfe"),
                               ("NOSUCH", b"a\x00b"), ("OBJECT", b"\xff\xfe"), ("SET", "k", "v", b"\xff"),
