@@ -110,3 +110,17 @@ def test_hscan_edge(pair):
     pair("HSET", "h", b"\x00", b"\xff", b"", b"")
     pair.scan_all("HSCAN", "h")
     pair.seq([("HSCAN", "h", "abc"), ("HSCAN", "h", "0", "COUNT", "0"), ("HSCAN", "h", "0", "MATCH")])
+
+
+def test_hrandfield_big_hash(pair):
+    for side, c in pair.each():
+        c.pipeline([("HSET", "h", *[x for i in range(j, j + 500) for x in (f"f{i}", f"v{i}")]) for j in range(0, 10000, 500)])
+        wv = c.call("HRANDFIELD", "h", "2000", "WITHVALUES")
+        assert len(wv) == 4000, side
+        fields = wv[0::2]
+        assert len(set(fields)) == 2000, side
+        assert all(v == b"v" + f[1:] for f, v in zip(fields, wv[1::2])), side
+        neg = c.call("HRANDFIELD", "h", "-3000")
+        assert len(neg) == 3000 and all(f.startswith(b"f") for f in neg), side
+        singles = {c.call("HRANDFIELD", "h") for _ in range(200)}
+        assert len(singles) > 150, (side, len(singles))

@@ -142,3 +142,24 @@ def test_big_set(pair):
     pair.scan_all("SSCAN", "big", count=500)
     pair("SRANDMEMBER", "big", "-20000")
     pair("SRANDMEMBER", "big", "20000")
+
+
+def test_random_members_big_set(pair):
+    """SPOP/SRANDMEMBER on a 20,000-member set (the big-set sampling paths)."""
+    for side, c in pair.each():
+        c.pipeline([("SADD", "s", *[str(i) for i in range(j, j + 1000)]) for j in range(0, 20000, 1000)])
+        popped = c.call("SPOP", "s", "500")
+        popped = popped.items if hasattr(popped, "items") else popped
+        assert len(popped) == 500 and len(set(popped)) == 500, side
+        assert all(0 <= int(x) < 20000 for x in popped), side
+        assert c.call("SCARD", "s") == 19500, side
+        assert c.call("SMISMEMBER", "s", *popped) == [0] * 500, side
+        pos = c.call("SRANDMEMBER", "s", "3000")
+        assert len(pos) == 3000 and len(set(pos)) == 3000 and set(pos).isdisjoint(popped), side
+        neg = c.call("SRANDMEMBER", "s", "-3000")
+        assert len(neg) == 3000 and set(neg).isdisjoint(popped), side
+        assert all(x in set(pos) or c.call("SISMEMBER", "s", x) == 1 for x in neg[:50]), side
+        singles = {c.call("SRANDMEMBER", "s") for _ in range(300)}
+        assert len(singles) > 250 and singles.isdisjoint(popped), (side, len(singles))
+        one = c.call("SPOP", "s")
+        assert c.call("SISMEMBER", "s", one) == 0 and c.call("SCARD", "s") == 19499, side
