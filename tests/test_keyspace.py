@@ -236,3 +236,12 @@ def test_scan_large_keyspace(pair):
     pair.scan_all("SCAN")
     pair("DBSIZE")
     pair("SELECT", "0")
+
+
+def test_randomkey_big_db_spread(pair):
+    """RANDOMKEY over 20,000 keys: 300 draws give (almost) 300 different keys."""
+    for side, c in pair.each():
+        c.pipeline([("MSET", *[x for i in range(j, j + 1000) for x in (str(i), "v")]) for j in range(0, 20000, 1000)])
+        keys = {c.call("RANDOMKEY") for _ in range(300)}
+        assert all(k is not None and 0 <= int(k) < 20000 for k in keys), side
+        assert len(keys) > 250, (side, len(keys))
