@@ -209,6 +209,11 @@ impl<'a> ContainerRef<'a> {
                 a.len()
             }
             ContainerRef::Run { runs, .. } => run::to_array(runs, out),
+            // The vector kernel wins from about 1,000 values; below, most
+            // words are zero and the scalar loop is as fast.
+            ContainerRef::Bitset { words, card } if card >= 1024 => {
+                (crate::kernels::get().bitset_to_array)(words, out)
+            }
             ContainerRef::Bitset { words, .. } => bitset::to_array(words, out),
         }
     }

@@ -19,7 +19,7 @@ type Words = [u64; BITSET_WORDS];
 /// result: `min(a, b)` for and, `a + b` for or/xor, `a` for andnot) and the
 /// count is returned. Bitset kernels return the output's cardinality.
 pub struct Kernels {
-    /// Human-readable name: "scalar", "avx2", "avx512".
+    /// Human-readable name: "scalar", "avx2", "avx512", "avx512+vbmi2".
     pub name: &'static str,
     /// Sorted-array intersection.
     pub and_array_array: fn(&[u16], &[u16], &mut [u16]) -> usize,
@@ -57,6 +57,9 @@ pub struct Kernels {
     pub popcount: fn(&[u64]) -> u64,
     /// Sets the bit of every listed value, no count (array into bitset, n-way union).
     pub set_list: fn(&mut Words, &[u16]),
+    /// Writes the set bits ascending into `out` (at least the cardinality long;
+    /// panics otherwise); returns the count.
+    pub bitset_to_array: fn(&Words, &mut [u16]) -> usize,
 }
 
 /// The portable table.
@@ -80,6 +83,7 @@ pub static SCALAR: Kernels = Kernels {
     or_words_in_place: scalar::or_words_in_place,
     popcount: scalar::popcount,
     set_list: scalar::set_list,
+    bitset_to_array: scalar::bitset_to_array,
 };
 
 /// True when `ROARINGD_FORCE_SCALAR` is set to `1` (or `true`).
@@ -182,6 +186,27 @@ mod tests {
 
     fn check(k: &Kernels) {
         let s = &SCALAR;
+        let mut sparse = Box::new([0u64; BITSET_WORDS]);
+        sparse[0] = 1;
+        sparse[511] = 1 << 63 | 1 << 31 | 1 << 32;
+        sparse[1023] = 1 << 63;
+        let mut extra = vec![sparse];
+        for list in arrays() {
+            let mut w = Box::new([0u64; BITSET_WORDS]);
+            (s.set_list)(&mut w, &list);
+            extra.push(w);
+        }
+        for w in bitsets().iter().chain(&extra) {
+            let card = (s.popcount)(&w[..]) as usize;
+            // Exact room, and room with garbage past the end that must stay untouched.
+            for room in [card, card + 40] {
+                let mut o1 = vec![7u16; room];
+                let mut o2 = vec![7u16; room];
+                assert_eq!((s.bitset_to_array)(w, &mut o1), card);
+                assert_eq!((k.bitset_to_array)(w, &mut o2), card, "{}", k.name);
+                assert_eq!(o1, o2, "{}", k.name);
+            }
+        }
         let arrs = arrays();
         for a in &arrs {
             for b in &arrs {
@@ -276,8 +301,9 @@ mod tests {
             if avx2 {
                 check(&x86::AVX2);
             }
-            if x86::detect().is_some_and(|k| k.name == "avx512") {
+            if let Some(k) = x86::detect().filter(|k| k.name.starts_with("avx512")) {
                 check(&x86::AVX512);
+                check(k);
             }
         }
         check(&SCALAR);

@@ -278,6 +278,10 @@ pub fn set_list(words: &mut Words, list: &[u16]) {
     }
 }
 
+pub fn bitset_to_array(words: &Words, out: &mut [u16]) -> usize {
+    crate::container::bitset::to_array(words, out)
+}
+
 pub fn popcount(words: &[u64]) -> u64 {
     words.iter().map(|w| w.count_ones() as u64).sum()
 }

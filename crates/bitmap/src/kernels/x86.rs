@@ -1,4 +1,4 @@
-//! x86-64 vector kernels: AVX2 (with POPCNT, BMI2) and AVX-512 (F, BW, VPOPCNTDQ).
+//! x86-64 vector kernels: AVX2 (with POPCNT, BMI2) and AVX-512 (F, BW, VPOPCNTDQ; VBMI2 where present).
 //!
 //! The only module with `unsafe`. Each kernel is a `#[target_feature]`
 //! function; the tables below wrap them in safe functions, and a table is
@@ -23,7 +23,11 @@ pub fn detect() -> Option<&'static Kernels> {
         && is_x86_feature_detected!("avx512bw")
         && is_x86_feature_detected!("avx512vpopcntdq")
     {
-        Some(&AVX512)
+        if is_x86_feature_detected!("avx512vbmi2") {
+            Some(&AVX512_VBMI2)
+        } else {
+            Some(&AVX512)
+        }
     } else if avx2 {
         Some(&AVX2)
     } else {
@@ -193,6 +197,57 @@ fn set_list_bmi2(words: &mut Words, list: &[u16]) {
 }
 
 // ----- bitset kernels, AVX-512 ---------------------------------------------------------
+
+/// Byte `i` holds `i`: the bit positions of one 64-bit word.
+static BYTE_LANES: [u8; 64] = {
+    let mut t = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        t[i] = i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Bitset to sorted array, one 64-bit word per step: `vpcompressb` packs the
+/// positions of the word's set bits into the low bytes, they are widened to
+/// 16-bit lanes and offset by the word's base, and a masked store writes
+/// exactly the word's count of lanes (two stores for words of over 32 bits),
+/// so nothing past the count is written.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi2,popcnt")]
+fn bitset_to_array_vbmi2(words: &Words, out: &mut [u16]) -> usize {
+    // SAFETY: BYTE_LANES is 64 bytes, one unaligned 512-bit load.
+    let idx = unsafe { _mm512_loadu_si512(BYTE_LANES.as_ptr().cast()) };
+    let step = _mm512_set1_epi16(64);
+    let mut base = _mm512_setzero_si512();
+    let mut n = 0usize;
+    for &w in words.iter() {
+        if w != 0 {
+            let cnt = w.count_ones() as usize;
+            assert!(cnt <= out.len() - n, "bitset_to_array: output too short");
+            let pos = _mm512_maskz_compress_epi8(w, idx);
+            let lo = _mm512_add_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(pos)), base);
+            let keep_lo = ((1u64 << cnt.min(32)) - 1) as u32;
+            // SAFETY: masked stores touch (and can fault on) only the selected
+            // lanes: the `min(cnt, 32)` lanes from `n`, within `out` as checked.
+            unsafe { _mm512_mask_storeu_epi16(out.as_mut_ptr().add(n).cast(), keep_lo, lo) };
+            if cnt > 32 {
+                let hi = _mm512_add_epi16(
+                    _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64::<1>(pos)),
+                    base,
+                );
+                let keep_hi = ((1u64 << (cnt - 32)) - 1) as u32;
+                // SAFETY: the `cnt - 32` lanes from `n + 32`, within `out` as checked.
+                unsafe {
+                    _mm512_mask_storeu_epi16(out.as_mut_ptr().add(n + 32).cast(), keep_hi, hi)
+                };
+            }
+            n += cnt;
+        }
+        base = _mm512_add_epi16(base, step);
+    }
+    n
+}
 
 #[inline]
 #[target_feature(enable = "avx512f")]
@@ -664,6 +719,7 @@ wrap!(xor_ip_avx512, binop_in_place_avx512::<XOR>, (a: &mut Words, b: &Words) ->
 wrap!(andnot_ip_avx512, binop_in_place_avx512::<ANDNOT>, (a: &mut Words, b: &Words) -> u32);
 wrap!(and_len_avx512_w, and_len_avx512, (a: &Words, b: &Words) -> u32);
 wrap!(popcount_avx512_w, popcount_avx512, (w: &[u64]) -> u64);
+wrap!(to_array_vbmi2_w, bitset_to_array_vbmi2, (w: &Words, o: &mut [u16]) -> usize);
 
 /// AVX2 + POPCNT table.
 pub static AVX2: Kernels = Kernels {
@@ -686,10 +742,20 @@ pub static AVX2: Kernels = Kernels {
     or_words_in_place: or_words_avx2_w,
     popcount: popcount_avx2_w,
     set_list: set_list_w,
+    bitset_to_array: scalar::bitset_to_array,
 };
 
 /// AVX-512 (F, BW, VPOPCNTDQ) table; array kernels shared with AVX2.
-pub static AVX512: Kernels = Kernels {
+pub static AVX512: Kernels = AVX512_BASE;
+
+/// The AVX-512 table plus VBMI2 (`vpcompressw`) for bitset-to-array conversion.
+pub static AVX512_VBMI2: Kernels = Kernels {
+    name: "avx512+vbmi2",
+    bitset_to_array: to_array_vbmi2_w,
+    ..AVX512_BASE
+};
+
+const AVX512_BASE: Kernels = Kernels {
     name: "avx512",
     and_array_array: and_arr_w,
     and_array_array_len: and_arr_len_w,
@@ -709,4 +775,5 @@ pub static AVX512: Kernels = Kernels {
     or_words_in_place: or_words_avx2_w,
     popcount: popcount_avx512_w,
     set_list: set_list_w,
+    bitset_to_array: scalar::bitset_to_array,
 };
