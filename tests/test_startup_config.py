@@ -129,3 +129,26 @@ def test_config_set_maxclients_applies(started):
             o.close()
         outs.append(data)
     assert outs[0] == outs[1], outs
+
+
+@pytest.mark.parametrize("args,needle", [(["--nosuchoption", "1"], "Bad directive or wrong number of arguments"),
+                                         (["--port", "notanumber"], None),
+                                         (["--appendfsync", "sometimes"], None),
+                                         (["--databases", "0"], None)])
+def test_bad_command_line_exits(args, needle, tmp_path):
+    """A bad directive stops the server at start with a non-zero status (like redis-server)."""
+    import subprocess
+    from servers import AGAINST_REDIS, REDIS_SERVER, free_port, roaringd_bin
+    outs = []
+    for kind in ("roaringd", "redis"):
+        exe = REDIS_SERVER if (kind == "redis" or AGAINST_REDIS) else roaringd_bin()
+        d = tmp_path / kind
+        d.mkdir()
+        p = subprocess.run([exe, "--port", str(free_port()), "--bind", "127.0.0.1", "--dir", str(d), *args],
+                           capture_output=True, timeout=30, cwd=d)
+        out = (p.stdout + p.stderr).decode(errors="replace")
+        outs.append((p.returncode != 0, needle is None or needle in out))
+        assert p.returncode != 0, (kind, out)
+        if needle:
+            assert needle in out, (kind, out)
+    assert outs[0] == outs[1]
