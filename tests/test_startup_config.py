@@ -152,3 +152,16 @@ def test_bad_command_line_exits(args, needle, tmp_path):
         if needle:
             assert needle in out, (kind, out)
     assert outs[0] == outs[1]
+
+
+def test_config_file_quoting(started, tmp_path):
+    """redis.conf syntax: quoted values, escapes, case-insensitive directive names."""
+    conf = tmp_path / "q.conf"
+    conf.write_text('REQUIREPASS "pass word\\x21"\n  slowlog-max-len   33  \n')
+    outs = []
+    for kind in ("roaringd", "redis"):
+        srv = started(kind, config_file=str(conf))
+        c = RespClient(srv.port)
+        outs.append((c.call("AUTH", "pass word!"), c.call("CONFIG", "GET", "slowlog-max-len")))
+        c.close()
+    assert outs[0] == outs[1], outs
