@@ -546,3 +546,29 @@ def test_keys_expired_while_down_are_removed(roaringd_server):
         time.sleep(0.1)
     assert c.call("KEYS", "*") == []
     c.close()
+
+
+@pytest.mark.parametrize("fsync", ["everysec", "no"])
+def test_shutdown_under_load_keeps_acknowledged_writes(roaringd_server, fsync):
+    """SHUTDOWN while clients write (appendfsync everysec / no): a clean shutdown
+    flushes everything, so every acknowledged write survives the restart."""
+    srv = roaringd_server(["--appendfsync", fsync]).start()
+    writers = [Writer(srv.port, 300 + t) for t in range(2)] + [PipelineWriter(srv.port, 310)]
+    for w in writers:
+        w.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(len(w.acked_sadd) >= 50 for w in writers):
+        if any(not w.is_alive() for w in writers):
+            break
+        time.sleep(0.05)
+    admin = RespClient(srv.port)
+    admin.send_raw(b"*1\r\n$8\r\nSHUTDOWN\r\n")
+    admin.read_until_close(timeout=30)
+    admin.close()
+    _wait_exit(srv)
+    for w in writers:
+        w.join(30)
+    srv.start()
+    c = srv.client()
+    verify_writers(c, writers)
+    c.close()
