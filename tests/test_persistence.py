@@ -548,8 +548,9 @@ def test_keys_expired_while_down_are_removed(roaringd_server):
     c.close()
 
 
+@pytest.mark.parametrize("how", ["shutdown", "sigterm"])
 @pytest.mark.parametrize("fsync", ["everysec", "no"])
-def test_shutdown_under_load_keeps_acknowledged_writes(roaringd_server, fsync):
+def test_shutdown_under_load_keeps_acknowledged_writes(roaringd_server, fsync, how):
     """SHUTDOWN while clients write (appendfsync everysec / no): a clean shutdown
     flushes everything, so every acknowledged write survives the restart."""
     srv = roaringd_server(["--appendfsync", fsync]).start()
@@ -561,10 +562,13 @@ def test_shutdown_under_load_keeps_acknowledged_writes(roaringd_server, fsync):
         if any(not w.is_alive() for w in writers):
             break
         time.sleep(0.05)
-    admin = RespClient(srv.port)
-    admin.send_raw(b"*1\r\n$8\r\nSHUTDOWN\r\n")
-    admin.read_until_close(timeout=30)
-    admin.close()
+    if how == "shutdown":
+        admin = RespClient(srv.port)
+        admin.send_raw(b"*1\r\n$8\r\nSHUTDOWN\r\n")
+        admin.read_until_close(timeout=30)
+        admin.close()
+    else:
+        srv.proc.send_signal(signal.SIGTERM)
     _wait_exit(srv)
     for w in writers:
         w.join(30)
