@@ -170,7 +170,7 @@ impl Bitmap {
     pub fn contains(&self, v: u32) -> bool {
         let (h, l) = split(v);
         match self.keys.binary_search(&h) {
-            Ok(i) => self.containers[i].as_ref().contains(l),
+            Ok(i) => self.containers[i].contains(l),
             Err(_) => false,
         }
     }

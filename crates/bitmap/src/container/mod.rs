@@ -346,6 +346,21 @@ impl ContainerBuf {
         bytemuck::cast_slice_mut(&mut self.words)
     }
 
+    /// True when `v` is present; reads the header once and goes straight to
+    /// the payload (the probe path of `Bitmap::contains`).
+    #[inline]
+    pub fn contains(&self, v: u16) -> bool {
+        let h = self.header();
+        match h & 0xF {
+            0 => {
+                let card = (h >> 8) as usize;
+                array::contains(&self.u16s()[PAYLOAD_U16..PAYLOAD_U16 + card], v)
+            }
+            1 => (self.words[1 + (v >> 6) as usize] >> (v & 63)) & 1 == 1,
+            _ => self.as_ref().contains(v),
+        }
+    }
+
     /// The typed borrow of this container.
     #[inline]
     pub fn as_ref(&self) -> ContainerRef<'_> {
@@ -587,6 +602,33 @@ impl ContainerBuf {
         if self.words.len() > 2 * need + 4 {
             self.words.truncate(need);
             self.words.shrink_to_fit();
+        }
+    }
+}
+
+#[cfg(test)]
+mod contains_tests {
+    use super::*;
+
+    #[test]
+    fn buf_contains_matches_ref_for_every_kind() {
+        let array = ContainerBuf::from_sorted(&(0..3000u16).map(|i| i * 7 + 1).collect::<Vec<_>>());
+        let bitset =
+            ContainerBuf::from_sorted(&(0..20000u32).map(|i| (i * 3) as u16).collect::<Vec<_>>());
+        let run = ContainerBuf::from_range(100, 60000);
+        let empty = ContainerBuf::new();
+        assert_eq!(array.kind(), Kind::Array);
+        assert_eq!(bitset.kind(), Kind::Bitset);
+        assert_eq!(run.kind(), Kind::Run);
+        for c in [&array, &bitset, &run, &empty] {
+            for v in 0..=u16::MAX {
+                assert_eq!(
+                    c.contains(v),
+                    c.as_ref().contains(v),
+                    "{:?} {v}",
+                    c.as_ref()
+                );
+            }
         }
     }
 }
