@@ -89,6 +89,7 @@ impl HotConfig {
             .store(c.slowlog_log_slower_than, Ordering::Relaxed);
         self.slowlog_max_len
             .store(c.slowlog_max_len, Ordering::Relaxed);
+        self.timeout.store(c.timeout, Ordering::Relaxed);
         self.tr_max_reply_bytes
             .store(c.tr_max_reply_bytes, Ordering::Relaxed);
     }

@@ -234,7 +234,9 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
         1 if args.eat_keyword("withvalues") => true,
         _ => return Err(CommandError::Syntax),
     };
-    if with_values && n < 0 && n.unsigned_abs() > (i64::MAX / 2) as u64 {
+    // Redis 7.0 bounds a WITHVALUES count to ±LONG_MAX/2 (the reply has two
+    // elements per field), positive and negative alike.
+    if with_values && n.unsigned_abs() > (i64::MAX / 2) as u64 {
         return Err(CommandError::err("value is out of range"));
     }
     let resp3 = ctx.client.protocol == Protocol::Resp3;
