@@ -465,6 +465,37 @@ pub struct CommandSpec {
     pub key_specs: &'static [KeySpecDoc],
 }
 
+/// What every row of one command-family file shares: its ACL categories and
+/// its `COMMAND DOCS` group.
+pub struct Family {
+    /// ACL categories of every row.
+    pub acl: &'static [AclCat],
+    /// `COMMAND DOCS` group of every row.
+    pub group: &'static str,
+}
+
+impl Family {
+    /// A row of this family: name, arity, handler, flags, key spec and docs.
+    // One positional argument per table column keeps the rows one line each.
+    #[allow(clippy::too_many_arguments)]
+    pub const fn row(
+        &self,
+        name: &'static str,
+        arity: i32,
+        handler: Handler,
+        flags: &'static [Flag],
+        keys: KeySpec,
+        summary: &'static str,
+        since: &'static str,
+    ) -> CommandSpec {
+        CommandSpec::new(name, arity, handler)
+            .flags(flags)
+            .keys(keys)
+            .acl(self.acl)
+            .doc(summary, since, self.group)
+    }
+}
+
 impl CommandSpec {
     /// A row with no flags, no keys, no categories and no docs.
     pub const fn new(name: &'static str, arity: i32, handler: Handler) -> CommandSpec {

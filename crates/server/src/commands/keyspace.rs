@@ -8,7 +8,7 @@ use roaringd_resp::Args;
 use roaringd_store::keyspace::ExpireCond;
 use roaringd_store::{Kind, StoreError};
 
-use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc};
+use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec, KeySpecDoc};
 use crate::commands::connection::{container, help};
 use crate::ctx::Ctx;
 use crate::error::CommandError;
@@ -23,65 +23,54 @@ const K1: KeySpec = KeySpec::range(1, 1, 1);
 const K12: KeySpec = KeySpec::range(1, 2, 1);
 const KALL: KeySpec = KeySpec::range(1, -1, 1);
 
-const fn row(
-    name: &'static str,
-    arity: i32,
-    handler: crate::command_table::Handler,
-    flags: &'static [Flag],
-    keys: KeySpec,
-    summary: &'static str,
-    since: &'static str,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, handler)
-        .flags(flags)
-        .keys(keys)
-        .acl(ACL)
-        .doc(summary, since, "generic")
-}
+const FAMILY: Family = Family {
+    acl: ACL,
+    group: "generic",
+};
 
 /// Rows of this family.
 pub const COMMANDS: &[CommandSpec] = &[
-    row("del", -2, del, W, KALL, "Deletes one or more keys.", "1.0.0").key_flags(&["RM", "delete"]),
-    row("unlink", -2, del, WF, KALL, "Asynchronously deletes one or more keys.", "4.0.0")
+    FAMILY.row("del", -2, del, W, KALL, "Deletes one or more keys.", "1.0.0").key_flags(&["RM", "delete"]),
+    FAMILY.row("unlink", -2, del, WF, KALL, "Asynchronously deletes one or more keys.", "4.0.0")
         .key_flags(&["RM", "delete"]),
-    row("exists", -2, exists, RF, KALL, "Determines whether one or more keys exist.", "1.0.0")
+    FAMILY.row("exists", -2, exists, RF, KALL, "Determines whether one or more keys exist.", "1.0.0")
         .key_flags(&["RO"]),
-    row("touch", -2, exists, RF, KALL, "Returns the number of existing keys out of those specified after updating the time they were last accessed.", "3.2.1")
+    FAMILY.row("touch", -2, exists, RF, KALL, "Returns the number of existing keys out of those specified after updating the time they were last accessed.", "3.2.1")
         .key_flags(&["RO"]),
-    row("type", 2, type_, RF, K1, "Determines the type of value stored at a key.", "1.0.0")
+    FAMILY.row("type", 2, type_, RF, K1, "Determines the type of value stored at a key.", "1.0.0")
         .key_flags(&["RO"]),
-    row("expire", -3, expire, WF, K1, "Sets the expiration time of a key in seconds.", "1.0.0")
+    FAMILY.row("expire", -3, expire, WF, K1, "Sets the expiration time of a key in seconds.", "1.0.0")
         .key_flags(&["RW", "update"]),
-    row("pexpire", -3, pexpire, WF, K1, "Sets the expiration time of a key in milliseconds.", "2.6.0")
+    FAMILY.row("pexpire", -3, pexpire, WF, K1, "Sets the expiration time of a key in milliseconds.", "2.6.0")
         .key_flags(&["RW", "update"]),
-    row("expireat", -3, expireat, WF, K1, "Sets the expiration time of a key to a Unix timestamp.", "1.2.0")
+    FAMILY.row("expireat", -3, expireat, WF, K1, "Sets the expiration time of a key to a Unix timestamp.", "1.2.0")
         .key_flags(&["RW", "update"]),
-    row("pexpireat", -3, pexpireat, WF, K1, "Sets the expiration time of a key to a Unix milliseconds timestamp.", "2.6.0")
+    FAMILY.row("pexpireat", -3, pexpireat, WF, K1, "Sets the expiration time of a key to a Unix milliseconds timestamp.", "2.6.0")
         .key_flags(&["RW", "update"]),
-    row("ttl", 2, ttl, RF, K1, "Returns the expiration time in seconds of a key.", "1.0.0")
+    FAMILY.row("ttl", 2, ttl, RF, K1, "Returns the expiration time in seconds of a key.", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("pttl", 2, pttl, RF, K1, "Returns the expiration time in milliseconds of a key.", "2.6.0")
+    FAMILY.row("pttl", 2, pttl, RF, K1, "Returns the expiration time in milliseconds of a key.", "2.6.0")
         .key_flags(&["RO", "access"]),
-    row("expiretime", 2, expiretime, RF, K1, "Returns the expiration time of a key as a Unix timestamp.", "7.0.0")
+    FAMILY.row("expiretime", 2, expiretime, RF, K1, "Returns the expiration time of a key as a Unix timestamp.", "7.0.0")
         .key_flags(&["RO", "access"]),
-    row("pexpiretime", 2, pexpiretime, RF, K1, "Returns the expiration time of a key as a Unix milliseconds timestamp.", "7.0.0")
+    FAMILY.row("pexpiretime", 2, pexpiretime, RF, K1, "Returns the expiration time of a key as a Unix milliseconds timestamp.", "7.0.0")
         .key_flags(&["RO", "access"]),
-    row("persist", 2, persist, WF, K1, "Removes the expiration time of a key.", "2.2.0")
+    FAMILY.row("persist", 2, persist, WF, K1, "Removes the expiration time of a key.", "2.2.0")
         .key_flags(&["RW", "update"]),
-    row("rename", 3, rename, W, K12, "Renames a key and overwrites the destination.", "1.0.0")
+    FAMILY.row("rename", 3, rename, W, K12, "Renames a key and overwrites the destination.", "1.0.0")
         .key_specs(&[
             KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1),
             KeySpecDoc::range(&["OW", "update"], 2, 0, 1),
         ]),
-    row("renamenx", 3, renamenx, WF, K12, "Renames a key only when the target key name doesn't exist.", "1.0.0")
+    FAMILY.row("renamenx", 3, renamenx, WF, K12, "Renames a key only when the target key name doesn't exist.", "1.0.0")
         .key_specs(&[
             KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1),
             KeySpecDoc::range(&["OW", "insert"], 2, 0, 1),
         ]),
-    row("keys", 2, keys, R, KeySpec::None, "Returns all key names that match a pattern.", "1.0.0")
+    FAMILY.row("keys", 2, keys, R, KeySpec::None, "Returns all key names that match a pattern.", "1.0.0")
         .acl(&[AclCat::Keyspace, AclCat::Dangerous]),
-    row("scan", -2, scan, R, KeySpec::None, "Iterates over the key names in the database.", "2.8.0"),
-    row("randomkey", 1, randomkey, R, KeySpec::None, "Returns a random key name from the database.", "1.0.0"),
+    FAMILY.row("scan", -2, scan, R, KeySpec::None, "Iterates over the key names in the database.", "2.8.0"),
+    FAMILY.row("randomkey", 1, randomkey, R, KeySpec::None, "Returns a random key name from the database.", "1.0.0"),
     CommandSpec::new("object", -2, container)
         .subcommands(OBJECT)
         .doc("A container for object introspection commands.", "2.2.3", "generic"),

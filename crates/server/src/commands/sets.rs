@@ -7,7 +7,7 @@ use roaringd_resp::Args;
 use roaringd_store::sets::SetOp;
 use roaringd_store::Kind;
 
-use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc};
+use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec, KeySpecDoc};
 use crate::commands::keyspace::{scan_key_prologue, scan_reply};
 use crate::ctx::Ctx;
 use crate::error::CommandError;
@@ -22,69 +22,58 @@ const ACL: &[AclCat] = &[AclCat::Set];
 const K1: KeySpec = KeySpec::range(1, 1, 1);
 const KALL: KeySpec = KeySpec::range(1, -1, 1);
 
-const fn row(
-    name: &'static str,
-    arity: i32,
-    handler: crate::command_table::Handler,
-    flags: &'static [Flag],
-    keys: KeySpec,
-    summary: &'static str,
-    since: &'static str,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, handler)
-        .flags(flags)
-        .keys(keys)
-        .acl(ACL)
-        .doc(summary, since, "set")
-}
+const FAMILY: Family = Family {
+    acl: ACL,
+    group: "set",
+};
 
 /// Rows of this family.
 pub const COMMANDS: &[CommandSpec] = &[
-    row("sadd", -3, sadd, WDF, K1, "Adds one or more members to a set. Creates the key if it doesn't exist.", "1.0.0")
+    FAMILY.row("sadd", -3, sadd, WDF, K1, "Adds one or more members to a set. Creates the key if it doesn't exist.", "1.0.0")
         .key_flags(&["RW", "insert"]),
-    row("srem", -3, srem, WF, K1, "Removes one or more members from a set. Deletes the set if the last member was removed.", "1.0.0")
+    FAMILY.row("srem", -3, srem, WF, K1, "Removes one or more members from a set. Deletes the set if the last member was removed.", "1.0.0")
         .key_flags(&["RW", "delete"]),
-    row("sismember", 3, sismember, RF, K1, "Determines whether a member belongs to a set.", "1.0.0")
+    FAMILY.row("sismember", 3, sismember, RF, K1, "Determines whether a member belongs to a set.", "1.0.0")
         .key_flags(&["RO"]),
-    row("smismember", -3, smismember, RF, K1, "Determines whether multiple members belong to a set.", "6.2.0")
+    FAMILY.row("smismember", -3, smismember, RF, K1, "Determines whether multiple members belong to a set.", "6.2.0")
         .key_flags(&["RO", "access"]),
-    row("scard", 2, scard, RF, K1, "Returns the number of members in a set.", "1.0.0")
+    FAMILY.row("scard", 2, scard, RF, K1, "Returns the number of members in a set.", "1.0.0")
         .key_flags(&["RO"]),
-    row("smembers", 2, smembers, R, K1, "Returns all members of a set.", "1.0.0")
+    FAMILY.row("smembers", 2, smembers, R, K1, "Returns all members of a set.", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("sscan", -3, sscan, R, K1, "Iterates over members of a set.", "2.8.0")
+    FAMILY.row("sscan", -3, sscan, R, K1, "Iterates over members of a set.", "2.8.0")
         .key_flags(&["RO", "access"]),
-    row("spop", -2, spop, WF, K1, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", "1.0.0")
+    FAMILY.row("spop", -2, spop, WF, K1, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", "1.0.0")
         .key_flags(&["RW", "access", "delete"]),
-    row("srandmember", -2, srandmember, R, K1, "Get one or multiple random members from a set", "1.0.0")
+    FAMILY.row("srandmember", -2, srandmember, R, K1, "Get one or multiple random members from a set", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("smove", 4, smove, WF, KeySpec::range(1, 2, 1), "Moves a member from one set to another.", "1.0.0")
+    FAMILY.row("smove", 4, smove, WF, KeySpec::range(1, 2, 1), "Moves a member from one set to another.", "1.0.0")
         .key_specs(&[
             KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1),
             KeySpecDoc::range(&["RW", "insert"], 2, 0, 1),
         ]),
-    row("sinter", -2, sinter, R, KALL, "Returns the intersect of multiple sets.", "1.0.0")
+    FAMILY.row("sinter", -2, sinter, R, KALL, "Returns the intersect of multiple sets.", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("sinterstore", -3, sinterstore, WD, KALL, "Stores the intersect of multiple sets in a key.", "1.0.0")
+    FAMILY.row("sinterstore", -3, sinterstore, WD, KALL, "Stores the intersect of multiple sets in a key.", "1.0.0")
         .key_specs(&[
             KeySpecDoc::range(&["RW", "update"], 1, 0, 1),
             KeySpecDoc::range(&["RO", "access"], 2, -1, 1),
         ]),
-    row("sunion", -2, sunion, R, KALL, "Returns the union of multiple sets.", "1.0.0")
+    FAMILY.row("sunion", -2, sunion, R, KALL, "Returns the union of multiple sets.", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("sunionstore", -3, sunionstore, WD, KALL, "Stores the union of multiple sets in a key.", "1.0.0")
+    FAMILY.row("sunionstore", -3, sunionstore, WD, KALL, "Stores the union of multiple sets in a key.", "1.0.0")
         .key_specs(&[
             KeySpecDoc::range(&["OW", "update"], 1, 0, 1),
             KeySpecDoc::range(&["RO", "access"], 2, -1, 1),
         ]),
-    row("sdiff", -2, sdiff, R, KALL, "Returns the difference of multiple sets.", "1.0.0")
+    FAMILY.row("sdiff", -2, sdiff, R, KALL, "Returns the difference of multiple sets.", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("sdiffstore", -3, sdiffstore, WD, KALL, "Stores the difference of multiple sets in a key.", "1.0.0")
+    FAMILY.row("sdiffstore", -3, sdiffstore, WD, KALL, "Stores the difference of multiple sets in a key.", "1.0.0")
         .key_specs(&[
             KeySpecDoc::range(&["OW", "update"], 1, 0, 1),
             KeySpecDoc::range(&["RO", "access"], 2, -1, 1),
         ]),
-    row("sintercard", -3, sintercard, R, KeySpec::NumKeys { numkeys: 1 }, "Returns the number of members of the intersect of multiple sets.", "7.0.0")
+    FAMILY.row("sintercard", -3, sintercard, R, KeySpec::NumKeys { numkeys: 1 }, "Returns the number of members of the intersect of multiple sets.", "7.0.0")
         .key_flags(&["RO", "access"]),
 ];
 

@@ -8,7 +8,7 @@ use roaringd_resp::Args;
 use roaringd_store::strings::{ExpireUpdate, SetCond, SetOptions};
 use roaringd_store::StoreError;
 
-use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
+use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec};
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
@@ -23,65 +23,54 @@ const K1: KeySpec = KeySpec::range(1, 1, 1);
 const KALL: KeySpec = KeySpec::range(1, -1, 1);
 const KPAIRS: KeySpec = KeySpec::range(1, -1, 2);
 
-const fn row(
-    name: &'static str,
-    arity: i32,
-    handler: crate::command_table::Handler,
-    flags: &'static [Flag],
-    keys: KeySpec,
-    summary: &'static str,
-    since: &'static str,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, handler)
-        .flags(flags)
-        .keys(keys)
-        .acl(ACL)
-        .doc(summary, since, "string")
-}
+const FAMILY: Family = Family {
+    acl: ACL,
+    group: "string",
+};
 
 /// Rows of this family.
 pub const COMMANDS: &[CommandSpec] = &[
-    row("get", 2, get, RF, K1, "Returns the string value of a key.", "1.0.0")
+    FAMILY.row("get", 2, get, RF, K1, "Returns the string value of a key.", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("set", -3, set, WD, K1, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "1.0.0")
+    FAMILY.row("set", -3, set, WD, K1, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "1.0.0")
         .key_flags(&["RW", "access", "update", "variable_flags"]),
-    row("setnx", 3, setnx, WDF, K1, "Set the string value of a key only when the key doesn't exist.", "1.0.0")
+    FAMILY.row("setnx", 3, setnx, WDF, K1, "Set the string value of a key only when the key doesn't exist.", "1.0.0")
         .key_flags(&["OW", "insert"]),
-    row("setex", 4, setex, WD, K1, "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", "2.0.0")
+    FAMILY.row("setex", 4, setex, WD, K1, "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", "2.0.0")
         .key_flags(&["OW", "update"]),
-    row("psetex", 4, psetex, WD, K1, "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", "2.6.0")
+    FAMILY.row("psetex", 4, psetex, WD, K1, "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", "2.6.0")
         .key_flags(&["OW", "update"]),
-    row("getset", 3, getset, WDF, K1, "Returns the previous string value of a key after setting it to a new value.", "1.0.0")
+    FAMILY.row("getset", 3, getset, WDF, K1, "Returns the previous string value of a key after setting it to a new value.", "1.0.0")
         .key_flags(&["RW", "access", "update"]),
-    row("getdel", 2, getdel, WF, K1, "Returns the string value of a key after deleting the key.", "6.2.0")
+    FAMILY.row("getdel", 2, getdel, WF, K1, "Returns the string value of a key after deleting the key.", "6.2.0")
         .key_flags(&["RW", "access", "delete"]),
-    row("getex", -2, getex, WF, K1, "Returns the string value of a key after setting its expiration time.", "6.2.0")
+    FAMILY.row("getex", -2, getex, WF, K1, "Returns the string value of a key after setting its expiration time.", "6.2.0")
         .key_flags(&["RW", "access", "update"]),
-    row("mget", -2, mget, RF, KALL, "Atomically returns the string values of one or more keys.", "1.0.0")
+    FAMILY.row("mget", -2, mget, RF, KALL, "Atomically returns the string values of one or more keys.", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("mset", -3, mset, WD, KPAIRS, "Atomically creates or modifies the string values of one or more keys.", "1.0.1")
+    FAMILY.row("mset", -3, mset, WD, KPAIRS, "Atomically creates or modifies the string values of one or more keys.", "1.0.1")
         .key_flags(&["OW", "update"]),
-    row("msetnx", -3, msetnx, WD, KPAIRS, "Atomically modifies the string values of one or more keys only when all keys don't exist.", "1.0.1")
+    FAMILY.row("msetnx", -3, msetnx, WD, KPAIRS, "Atomically modifies the string values of one or more keys only when all keys don't exist.", "1.0.1")
         .key_flags(&["OW", "insert"]),
-    row("incr", 2, incr, WDF, K1, "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
+    FAMILY.row("incr", 2, incr, WDF, K1, "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
         .key_flags(&["RW", "access", "update"]),
-    row("decr", 2, decr, WDF, K1, "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
+    FAMILY.row("decr", 2, decr, WDF, K1, "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
         .key_flags(&["RW", "access", "update"]),
-    row("incrby", 3, incrby, WDF, K1, "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
+    FAMILY.row("incrby", 3, incrby, WDF, K1, "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
         .key_flags(&["RW", "access", "update"]),
-    row("decrby", 3, decrby, WDF, K1, "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
+    FAMILY.row("decrby", 3, decrby, WDF, K1, "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
         .key_flags(&["RW", "access", "update"]),
-    row("incrbyfloat", 3, incrbyfloat, WDF, K1, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "2.6.0")
+    FAMILY.row("incrbyfloat", 3, incrbyfloat, WDF, K1, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "2.6.0")
         .key_flags(&["RW", "access", "update"]),
-    row("append", 3, append, WDF, K1, "Appends a string to the value of a key. Creates the key if it doesn't exist.", "2.0.0")
+    FAMILY.row("append", 3, append, WDF, K1, "Appends a string to the value of a key. Creates the key if it doesn't exist.", "2.0.0")
         .key_flags(&["RW", "insert"]),
-    row("strlen", 2, strlen, RF, K1, "Returns the length of a string value.", "2.2.0")
+    FAMILY.row("strlen", 2, strlen, RF, K1, "Returns the length of a string value.", "2.2.0")
         .key_flags(&["RO"]),
-    row("getrange", 4, getrange, R, K1, "Returns a substring of the string stored at a key.", "2.4.0")
+    FAMILY.row("getrange", 4, getrange, R, K1, "Returns a substring of the string stored at a key.", "2.4.0")
         .key_flags(&["RO", "access"]),
-    row("substr", 4, getrange, R, K1, "Returns a substring from a string value.", "1.0.0")
+    FAMILY.row("substr", 4, getrange, R, K1, "Returns a substring from a string value.", "1.0.0")
         .key_flags(&["RO", "access"]),
-    row("setrange", 4, setrange, WD, K1, "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", "2.2.0")
+    FAMILY.row("setrange", 4, setrange, WD, K1, "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", "2.2.0")
         .key_flags(&["RW", "update"]),
 ];
 
