@@ -13,9 +13,6 @@ table from a run (reasons written by hand are kept).
 """
 
 GAPS: dict[str, str] = {
-    'test_hashes.py::test_hrandfield_big_hash': 'F21 HRANDFIELD without count on big hashes is far from uniform (random-pivot sampling)',
-    'test_keyspace.py::test_randomkey_big_db_spread': 'F21 RANDOMKEY on a big database is far from uniform (random-pivot seek)',
-    'test_sets.py::test_random_members_big_set': 'F21 SRANDMEMBER/SPOP without count on big sets is far from uniform (random-pivot sampling)',
     'test_strings.py::test_scenario[resp2-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, store-to-infra.md section 6)',
     'test_strings.py::test_scenario[resp3-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, store-to-infra.md section 6)',
 }
