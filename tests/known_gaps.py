@@ -13,13 +13,6 @@ table from a run (reasons written by hand are kept).
 """
 
 GAPS: dict[str, str] = {
-    'test_connection.py::test_scenario[resp2-errors_echo_raw_bytes]': 'F14 error texts echo non-UTF-8 argument bytes as U+FFFD (Redis: the raw bytes)',
-    'test_connection.py::test_scenario[resp3-errors_echo_raw_bytes]': 'F14 error texts echo non-UTF-8 argument bytes as U+FFFD (Redis: the raw bytes)',
-    'test_fuzz_args.py::test_fuzz_arguments_resp3[seed1]': 'F14 (the RESP3 argument fuzzer sends non-UTF-8 options)',
-    'test_fuzz_args.py::test_fuzz_arguments_resp3[seed2]': 'F14 (the RESP3 argument fuzzer sends non-UTF-8 options)',
-    'test_hashes.py::test_hrandfield_big_hash': 'F21 HRANDFIELD without count on big hashes is far from uniform (random-pivot sampling)',
-    'test_keyspace.py::test_randomkey_big_db_spread': 'F21 RANDOMKEY on a big database is far from uniform (random-pivot seek)',
-    'test_sets.py::test_random_members_big_set': 'F21 SRANDMEMBER/SPOP without count on big sets is far from uniform (random-pivot sampling)',
     'test_strings.py::test_scenario[resp2-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, store-to-infra.md section 6)',
     'test_strings.py::test_scenario[resp3-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, store-to-infra.md section 6)',
 }

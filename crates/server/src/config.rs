@@ -112,6 +112,11 @@ pub struct Config {
     pub tr_max_reply_bytes: u64,
     /// `io-threads`: runtime worker threads (0 = one per core).
     pub io_threads: u64,
+    /// `random-pick-limit` (100000): RANDOMKEY, SPOP / SRANDMEMBER /
+    /// HRANDFIELD without count read at most this many keys or elements
+    /// per pick; exactly uniform up to this many, slightly biased above
+    /// (`roaringd_store::sample::pick_one`).
+    pub random_pick_limit: u64,
 }
 
 impl Default for Config {
@@ -141,6 +146,7 @@ impl Default for Config {
             pidfile: String::new(),
             protected_mode: true,
             io_threads: 0,
+            random_pick_limit: roaringd_store::sample::DEFAULT_EXACT_PICK_LIMIT,
         }
     }
 }
@@ -171,6 +177,7 @@ pub const NAMES: &[&str] = &[
     "protected-mode",
     "tr-max-reply-bytes",
     "io-threads",
+    "random-pick-limit",
 ];
 
 /// Settings that only the command line / config file may set.
@@ -326,6 +333,12 @@ impl Config {
             "pidfile" => self.pidfile = one()?.to_string(),
             "tr-max-reply-bytes" => self.tr_max_reply_bytes = memory(one()?)?,
             "io-threads" => self.io_threads = number(one()?)?,
+            "random-pick-limit" => {
+                self.random_pick_limit = number(one()?)?;
+                if self.random_pick_limit == 0 {
+                    return Err(SetError::Invalid("argument must be at least 1".into()));
+                }
+            }
             _ => return Err(SetError::Unknown),
         }
         Ok(())
@@ -365,6 +378,7 @@ impl Config {
             "pidfile" => self.pidfile.clone(),
             "tr-max-reply-bytes" => self.tr_max_reply_bytes.to_string(),
             "io-threads" => self.io_threads.to_string(),
+            "random-pick-limit" => self.random_pick_limit.to_string(),
             _ => return None,
         })
     }

@@ -31,6 +31,10 @@ pub enum CommandError {
     UnknownCommand(Vec<u8>),
     /// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.` (bytes, as above)
     UnknownSubcommand(Vec<u8>),
+    /// Any other full error text (code first) that echoes client bytes:
+    /// written to the wire verbatim, so non-UTF-8 arguments go out as sent
+    /// (Redis formats them with `%s`). Built by [`CommandError::err_echo`].
+    Raw(Vec<u8>),
     /// `NOAUTH Authentication required.`
     NoAuth,
     /// `WRONGPASS invalid username-password pair or user is disabled.`
@@ -93,6 +97,32 @@ impl CommandError {
         CommandError::UnknownSubcommand(t)
     }
 
+    /// `ERR <before><arg><after>` with `arg` echoed as Redis's `%s` would:
+    /// its raw bytes (not necessarily UTF-8) up to the first NUL. Only the
+    /// error path pays for the allocation.
+    pub fn err_echo(before: &str, arg: &[u8], after: &str) -> Self {
+        let arg = c_str(arg);
+        let mut t = Vec::with_capacity(4 + before.len() + arg.len() + after.len());
+        t.extend_from_slice(b"ERR ");
+        t.extend_from_slice(before.as_bytes());
+        t.extend_from_slice(arg);
+        t.extend_from_slice(after.as_bytes());
+        CommandError::Raw(t)
+    }
+
+    /// The full reply text (code first, no leading `-`), as bytes: the raw
+    /// bytes for the variants that echo arguments, the `Display` text for
+    /// the others.
+    pub fn text(&self) -> Cow<'_, [u8]> {
+        match self {
+            CommandError::UnknownCommand(t)
+            | CommandError::UnknownSubcommand(t)
+            | CommandError::Raw(t) => Cow::Borrowed(t),
+            CommandError::Custom(t) => Cow::Borrowed(t.as_bytes()),
+            other => Cow::Owned(other.to_string().into_bytes()),
+        }
+    }
+
     /// True for errors the store raised because it failed (I/O, corruption),
     /// which the server also logs.
     pub fn is_internal(&self) -> bool {
@@ -122,7 +152,11 @@ impl fmt::Display for CommandError {
             CommandError::Arity(name) => {
                 write!(f, "ERR wrong number of arguments for '{name}' command")
             }
-            CommandError::UnknownCommand(text) | CommandError::UnknownSubcommand(text) => {
+            CommandError::UnknownCommand(text)
+            | CommandError::UnknownSubcommand(text)
+            | CommandError::Raw(text) => {
+                // Lossy only here (logs, INFO codes); the reply itself is
+                // written from the bytes (`text()`).
                 f.write_str(&String::from_utf8_lossy(text))
             }
             CommandError::NoAuth => f.write_str("NOAUTH Authentication required."),
@@ -185,6 +219,15 @@ mod tests {
             e.to_string(),
             "ERR unknown command 'foo', with args beginning with: "
         );
+    }
+
+    #[test]
+    fn err_echo_keeps_raw_bytes_up_to_nul() {
+        let e = CommandError::err_echo("Unsupported option ", b"\xff", "");
+        assert_eq!(&*e.text(), b"ERR Unsupported option \xff");
+        let e = CommandError::err_echo("Unknown client type '", b"a\x00b", "'");
+        assert_eq!(&*e.text(), b"ERR Unknown client type 'a'");
+        assert_eq!(&*CommandError::Syntax.text(), b"ERR syntax error");
     }
 
     #[test]

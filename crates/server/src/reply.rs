@@ -116,7 +116,9 @@ pub fn encode_error(e: &CommandError, enc: &mut ReplyEncoder<'_>) {
             enc.error(s.as_bytes());
         }
         CommandError::Custom(t) => enc.error(t.as_bytes()),
-        CommandError::UnknownCommand(t) | CommandError::UnknownSubcommand(t) => enc.error(t),
+        CommandError::UnknownCommand(t)
+        | CommandError::UnknownSubcommand(t)
+        | CommandError::Raw(t) => enc.error(t),
         other => enc.error(other.to_string().as_bytes()),
     }
 }

@@ -92,6 +92,7 @@ impl HotConfig {
         self.timeout.store(c.timeout, Ordering::Relaxed);
         self.tr_max_reply_bytes
             .store(c.tr_max_reply_bytes, Ordering::Relaxed);
+        roaringd_store::sample::set_exact_pick_limit(c.random_pick_limit);
     }
 }
 

@@ -250,10 +250,10 @@ impl Txn {
         Ok((next, out))
     }
 
-    /// RANDOMKEY: a random live key of `db`, `None` when empty. Uniform
-    /// over a scan for databases up to 1,024 keys; larger ones take the
-    /// first live key after a random pivot between the first and last key
-    /// (cheap, not exactly uniform).
+    /// RANDOMKEY: a random live key of `db`, `None` when empty: a pick by
+    /// rank, exactly uniform over the live keys (expired ones skipped) for
+    /// databases up to `random-pick-limit` keys, see
+    /// [`crate::sample::pick_one`] for the work and the bias above it.
     ///
     /// # Errors
     /// `Io` / `Corrupt`.
@@ -262,26 +262,19 @@ impl Txn {
         if n == 0 {
             return Ok(None);
         }
-        if n <= 1024 {
-            let keys = self
-                .meta_iter(db, Bound::Unbounded)
-                .map(|e| e.map(|(k, _)| k))
-                .collect::<Result<Vec<_>>>()?;
-            return Ok(crate::sample::reservoir(keys.into_iter(), 1).pop());
-        }
-        let Some(first) = self.meta_iter(db, Bound::Unbounded).next().transpose()? else {
-            return Ok(None);
+        let this = &*self;
+        let scan = |from: Option<&[u8]>| {
+            let start = from.map_or(Bound::Unbounded, Bound::Included);
+            this.meta_iter(db, start).map(|e| e.map(|(k, _)| k))
         };
-        let last = self.last_key(db)?.unwrap_or_else(|| first.0.clone());
-        let pivot = crate::sample::pivot_between(&first.0, &last);
-        if let Some((k, _)) = self
-            .meta_iter(db, Bound::Included(&pivot))
-            .next()
-            .transpose()?
-        {
-            return Ok(Some(k));
-        }
-        Ok(Some(first.0))
+        let bounds = || {
+            let Some((first, _)) = this.meta_iter(db, Bound::Unbounded).next().transpose()? else {
+                return Ok(None);
+            };
+            let last = this.last_key(db)?.unwrap_or_else(|| first.clone());
+            Ok(Some((first, last)))
+        };
+        crate::sample::pick_one(n, scan, None, bounds)
     }
 
     /// DBSIZE: number of keys in `db` (including expired keys not yet

@@ -39,7 +39,7 @@ pub mod locks;
 pub mod longdouble;
 pub mod meta;
 pub mod number;
-mod sample;
+pub mod sample;
 pub mod sets;
 pub mod store;
 pub mod strings;

@@ -516,11 +516,13 @@ impl Txn {
     }
 
     /// Up to `k` distinct random elements `(subkey, value)` of a key
-    /// version holding `card` elements. Up to 1,024 elements (or when `k`
-    /// is over a quarter of them) the sample is uniform over a full scan;
-    /// bigger collections sample a window of about `2k` elements after a
-    /// random pivot between the first and last subkey (cheap, not exactly
-    /// uniform).
+    /// version holding `card` elements. One element (`k == 1`) is a pick
+    /// by rank, exactly uniform up to `random-pick-limit` elements
+    /// ([`crate::sample::pick_one`]). Otherwise, up to 1,024 elements (or
+    /// when `k` is over a quarter of them) the sample is uniform over a
+    /// full scan; bigger collections sample a window of about `2k` elements
+    /// after a random pivot between the first and last subkey (cheap, not
+    /// exactly uniform).
     ///
     /// # Errors
     /// `Io`.
@@ -532,6 +534,21 @@ impl Txn {
         card: u64,
         k: usize,
     ) -> Result<Pairs> {
+        if k == 1 {
+            let scan = |from: Option<&[u8]>| self.data_iter(db, key, version, from, false);
+            let bounds = || {
+                let first = self.data_iter(db, key, version, None, false).next();
+                let last = self.data_iter(db, key, version, None, true).next();
+                Ok(match (first.transpose()?, last.transpose()?) {
+                    (Some((f, _)), Some((l, _))) => Some((f, l)),
+                    _ => None,
+                })
+            };
+            let rev = Box::new(|| self.data_iter(db, key, version, None, true));
+            return Ok(crate::sample::pick_one(card, scan, Some(rev), bounds)?
+                .into_iter()
+                .collect());
+        }
         if card <= 1024 || (k as u64).saturating_mul(4) > card {
             let all = self
                 .data_iter(db, key, version, None, false)

@@ -449,3 +449,54 @@ fn hashes_hrandfield_on_big_hashes_returns_distinct_fields_with_values() {
         assert_eq!(t.hrandfield(0, b"h", None).unwrap().len(), 1);
     }
 }
+
+#[test]
+fn single_random_picks_spread_over_gappy_keys_and_skip_expired_ones() {
+    // Decimal names: a pivot in key space would favour "1", "10", "100".
+    let names: Vec<Vec<u8>> = (0..3000).map(|i| i.to_string().into_bytes()).collect();
+    let distinct = |mut v: Vec<Vec<u8>>| {
+        v.sort();
+        v.dedup();
+        v.len()
+    };
+    for (name, store, _d) in stores() {
+        let mut t = store.begin(&[(0, b"s")]);
+        t.sadd(0, b"s", &names).unwrap();
+        let pairs: Vec<_> = names.iter().map(|n| (n.clone(), n.clone())).collect();
+        t.hset(0, b"h", &pairs, false).unwrap();
+        for (i, n) in names.iter().enumerate() {
+            // Odd keys expired long ago: RANDOMKEY never returns them.
+            let at = if i.is_multiple_of(2) { 0 } else { 1 };
+            t.put_string(7, n, b("v"), at, false).unwrap();
+        }
+        t.commit().unwrap();
+        let mut t = store.begin(&[(0, b"s")]);
+        // Uniform: ~285 distinct of 300 draws from 3000 (~275 from 1500).
+        let picks: Vec<_> = (0..300)
+            .map(|_| t.srandmember(0, b"s", None).unwrap().pop().unwrap())
+            .collect();
+        assert!(distinct(picks) > 250, "{name}: SRANDMEMBER");
+        let picks: Vec<_> = (0..300)
+            .map(|_| t.hrandfield(0, b"h", None).unwrap().pop().unwrap().0)
+            .collect();
+        assert!(distinct(picks) > 250, "{name}: HRANDFIELD");
+        let picks: Vec<_> = (0..300)
+            .map(|_| t.random_key(7).unwrap().unwrap())
+            .collect();
+        assert!(picks.iter().all(|k| {
+            let i: usize = std::str::from_utf8(k).unwrap().parse().unwrap();
+            i.is_multiple_of(2)
+        }));
+        assert!(distinct(picks) > 230, "{name}: RANDOMKEY");
+        // SPOP without count in one Txn: each pop is a member still there.
+        let mut popped = Vec::new();
+        for _ in 0..100 {
+            let p = t.spop(0, b"s", None).unwrap().pop().unwrap();
+            assert!(!t.sismember(0, b"s", &p).unwrap());
+            popped.push(p);
+        }
+        assert_eq!(distinct(popped), 100, "{name}: SPOP");
+        assert_eq!(t.scard(0, b"s").unwrap(), 2900);
+        t.commit().unwrap();
+    }
+}

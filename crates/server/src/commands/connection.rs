@@ -250,12 +250,10 @@ fn hello(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
             }
             name = Some(n);
         } else {
-            return Err(CommandError::Err(
-                format!(
-                    "Syntax error in HELLO option '{}'",
-                    String::from_utf8_lossy(opt)
-                )
-                .into(),
+            return Err(CommandError::err_echo(
+                "Syntax error in HELLO option '",
+                opt,
+                "'",
             ));
         }
     }
@@ -340,11 +338,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandE
             match t.as_slice() {
                 b"normal" => only_pubsub = false,
                 b"pubsub" | b"master" | b"replica" | b"slave" => only_pubsub = true,
-                _ => {
-                    return Err(CommandError::Err(
-                        format!("Unknown client type '{}'", String::from_utf8_lossy(&t)).into(),
-                    ))
-                }
+                _ => return Err(CommandError::err_echo("Unknown client type '", &t, "'")),
             }
         } else if args.eat_keyword("ID") {
             let mut v = Vec::new();
@@ -432,9 +426,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandE
                     t.as_slice(),
                     b"normal" | b"master" | b"replica" | b"slave" | b"pubsub"
                 ) {
-                    return Err(CommandError::Err(
-                        format!("Unknown client type '{}'", String::from_utf8_lossy(val)).into(),
-                    ));
+                    return Err(CommandError::err_echo("Unknown client type '", val, "'"));
                 }
             }
             b"skipme" => {
@@ -483,19 +475,13 @@ fn client_setinfo(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, Comma
     let slot = match attr.as_slice() {
         b"lib-name" => &ctx.client.info.lib_name,
         b"lib-ver" => &ctx.client.info.lib_ver,
-        _ => {
-            return Err(CommandError::Err(
-                format!("Unrecognized option '{}'", String::from_utf8_lossy(&attr)).into(),
-            ))
-        }
+        _ => return Err(CommandError::err_echo("Unrecognized option '", &attr, "'")),
     };
     if !valid_name(val) {
-        return Err(CommandError::Err(
-            format!(
-                "{} cannot contain spaces, newlines or special characters.",
-                String::from_utf8_lossy(&attr)
-            )
-            .into(),
+        return Err(CommandError::err_echo(
+            "",
+            &attr,
+            " cannot contain spaces, newlines or special characters.",
         ));
     }
     *slot.lock() = val.to_vec();

@@ -198,9 +198,7 @@ fn expire_cond(args: &mut Args<'_>) -> Result<ExpireCond, CommandError> {
         } else if opt.eq_ignore_ascii_case(b"lt") {
             lt = true;
         } else {
-            return Err(CommandError::Err(
-                format!("Unsupported option {}", String::from_utf8_lossy(opt)).into(),
-            ));
+            return Err(CommandError::err_echo("Unsupported option ", opt, ""));
         }
     }
     if nx && (xx || gt || lt) {

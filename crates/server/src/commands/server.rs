@@ -317,11 +317,14 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
     let mut cfg = server.config.read().clone();
     let mut seen: Vec<String> = Vec::new();
     while args.remaining() > 0 {
-        let name = String::from_utf8_lossy(args.next_bytes()?).to_ascii_lowercase();
+        let raw_name = args.next_bytes()?.to_ascii_lowercase();
+        let name = String::from_utf8_lossy(&raw_name).into_owned();
         let value = String::from_utf8_lossy(args.next_bytes()?).into_owned();
         if seen.contains(&name) {
-            return Err(CommandError::Err(
-                format!("CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter").into(),
+            return Err(CommandError::err_echo(
+                "CONFIG SET failed (possibly related to argument '",
+                &raw_name,
+                "') - duplicate parameter",
             ));
         }
         let values = if name == "bind" || name == "save" {
@@ -330,18 +333,20 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
             vec![value]
         };
         if let Err(e) = cfg.set(&name, &values, false) {
-            return Err(CommandError::Err(match e {
-                SetError::Unknown => {
-                    format!("Unknown option or number of arguments for CONFIG SET - '{name}'")
-                }
-                SetError::Immutable => format!(
-                    "CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+            let failed = "CONFIG SET failed (possibly related to argument '";
+            return Err(match e {
+                SetError::Unknown => CommandError::err_echo(
+                    "Unknown option or number of arguments for CONFIG SET - '",
+                    &raw_name,
+                    "'",
                 ),
-                SetError::Invalid(t) => {
-                    format!("CONFIG SET failed (possibly related to argument '{name}') - {t}")
+                SetError::Immutable => {
+                    CommandError::err_echo(failed, &raw_name, "') - can't set immutable config")
                 }
-            }
-            .into()));
+                SetError::Invalid(t) => {
+                    CommandError::err_echo(failed, &raw_name, &format!("') - {t}"))
+                }
+            });
         }
         seen.push(name);
     }
