@@ -132,10 +132,13 @@ impl Txn {
     /// # Errors
     /// `Io` when the write fails; nothing is applied then.
     pub fn commit(mut self) -> Result<Vec<(u16, Vec<u8>)>> {
-        let mut batch = WriteBatch::new();
+        let meta = std::mem::take(&mut self.meta);
+        // One entry per meta and data write, plus a count entry: most
+        // commits add no expiry entries, so this is usually exact.
+        let mut batch =
+            WriteBatch::with_capacity(meta.len() + self.data.len() + self.stale_expiry.len() + 1);
         let mut deltas = Deltas::default();
         let mut min_added_expiry = u64::MAX;
-        let meta = std::mem::take(&mut self.meta);
         let exclusive = self.held.is_exclusive();
         for (mk, MetaEntry { new, orig }) in meta {
             let (db, key) = keys::split_meta_key(&mk)?;
