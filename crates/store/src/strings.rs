@@ -183,7 +183,7 @@ impl Txn {
             ExpireUpdate::At(t) => t,
             ExpireUpdate::Default | ExpireUpdate::Persist => 0,
         };
-        self.put_string(db, key, value, expire, false)?;
+        self.put_string_over(db, key, value, expire, StrEncoding::Auto, old.as_ref())?;
         Ok(SetOutcome {
             written: true,
             old: old_value,

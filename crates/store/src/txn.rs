@@ -135,8 +135,8 @@ impl Txn {
         let meta = std::mem::take(&mut self.meta);
         // One entry per meta and data write, plus a count entry: most
         // commits add no expiry entries, so this is usually exact.
-        let mut batch =
-            WriteBatch::with_capacity(meta.len() + self.data.len() + self.stale_expiry.len() + 1);
+        let writes = meta.len() + self.data.len() + self.stale_expiry.len();
+        let mut batch = WriteBatch::with_capacity(writes + usize::from(writes > 0));
         let mut deltas = Deltas::default();
         let mut min_added_expiry = u64::MAX;
         let exclusive = self.held.is_exclusive();
