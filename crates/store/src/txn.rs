@@ -30,8 +30,10 @@ pub struct Txn {
     data: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// Keys modified, in write order; a key written again right after
     /// itself is not repeated, other repeats are (sorted and deduplicated
-    /// when read). Bounded by the number of writes of this txn.
+    /// when read, and whenever it reaches twice `touched_distinct`).
     touched: Vec<(u16, Vec<u8>)>,
+    /// Length of `touched` after its last deduplication.
+    touched_distinct: usize,
     versions: Vec<u64>,
     expired: u64,
     /// Count key lookups as keyspace hits / misses (read commands).
@@ -56,6 +58,7 @@ impl Txn {
             meta: BTreeMap::new(),
             data: BTreeMap::new(),
             touched: Vec::new(),
+            touched_distinct: 0,
             versions: Vec::new(),
             expired: 0,
             count_lookups: false,
@@ -121,6 +124,13 @@ impl Txn {
             if *d == db && k.as_slice() == key {
                 return;
             }
+        }
+        // Keep it within twice the distinct keys (plus a little): writes
+        // alternating between keys would otherwise grow it without bound.
+        if self.touched.len() >= 64 && self.touched.len() >= 2 * self.touched_distinct {
+            self.touched.sort_unstable();
+            self.touched.dedup();
+            self.touched_distinct = self.touched.len();
         }
         self.touched.push((db, key.to_vec()));
     }
@@ -847,6 +857,24 @@ mod tests {
         t.put_string(0, &a, b"6".to_vec(), 0, false).unwrap();
         t.commit().unwrap();
         assert_eq!(get(&a), Some(b"6".to_vec()));
+    }
+
+    /// Writes alternating between two keys keep `touched` small, and the
+    /// commit still reports each modified key once, sorted.
+    #[test]
+    fn touched_stays_bounded_and_deduplicated() {
+        let store = Store::open(crate::StoreConfig::default()).unwrap();
+        let keys: [&[u8]; 3] = [b"a", b"b", b"c"];
+        let mut t = store.begin(&[(0, keys[0]), (0, keys[1]), (0, keys[2])]);
+        for i in 0..10_000u32 {
+            let k = keys[(i % 3) as usize];
+            t.put_string(0, k, i.to_string().into_bytes(), 0, false)
+                .unwrap();
+            assert!(t.touched.len() <= 64 + 2 * 3);
+        }
+        let expect: Vec<(u16, Vec<u8>)> = keys.iter().map(|k| (0, k.to_vec())).collect();
+        assert_eq!(t.modified_keys(), expect);
+        assert_eq!(t.commit().unwrap(), expect);
     }
 
     #[test]
