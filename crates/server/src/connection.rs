@@ -33,6 +33,12 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
     let mut out: Vec<u8> = Vec::new();
     let mut limits = current_limits(&server, &client);
     let mut batch = Batch::default();
+    // One `Notified` for the connection's life: created per read, it would
+    // join and leave the Notify's waiter list (a mutex each way) every time.
+    // `kill` uses `notify_one`, whose permit also reaches a future that has
+    // not been polled yet.
+    let killed = info.kill_notify.notified();
+    tokio::pin!(killed);
 
     loop {
         if rbuf.capacity() - rbuf.len() < READ_CHUNK {
@@ -47,11 +53,14 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
             }
         };
         let n = tokio::select! {
+            // Fixed order (no random draw per read); a kill is still seen
+            // at once, as `killed` is checked after every read.
+            biased;
             r = stream.read_buf(&mut rbuf) => match r {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             },
-            _ = info.kill_notify.notified() => break,
+            () = &mut killed => break,
             _ = idle_limit => {
                 crate::verbose!("Closing idle client id={}", info.id);
                 break;

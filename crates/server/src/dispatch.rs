@@ -22,38 +22,50 @@ pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut V
     if args.is_empty() {
         return;
     }
-    let reply = match resolve(client, &args) {
-        Ok(entry) => match admit(server, client, entry, &args) {
-            Ok(()) => {
-                if client.multi.is_some() && !entry.spec.has(Flag::NoQueue) {
-                    queue(client, entry, &args)
-                } else {
-                    run(server, client, entry, args)
-                }
-            }
-            Err(e) => {
-                entry.stats.rejected.add(1);
-                flag_transaction(client);
-                if entry.full_name == "exec" {
-                    // Redis discards the transaction and names the cause.
-                    client.multi = None;
-                    client.info.multi.store(-1, Ordering::Relaxed);
-                    server.watches.unwatch_all(client.id, &mut client.watch);
-                    // Redis embeds the bare text: `ERR ` is dropped, other
-                    // codes (NOAUTH) stay.
-                    let text = e.to_string();
-                    let bare = text.strip_prefix("ERR ").unwrap_or(&text);
-                    Reply::Error(CommandError::Custom(
-                        format!("EXECABORT Transaction discarded because of: {bare}").into(),
-                    ))
-                } else {
-                    Reply::Error(e)
-                }
-            }
-        },
+    match resolve(client, &args) {
+        Ok(entry) => execute_entry(server, client, entry, args, out),
         Err(e) => {
             flag_transaction(client);
-            Reply::Error(e)
+            encode(server, client, &Reply::Error(e), out);
+        }
+    }
+}
+
+/// `execute` for a request whose row `resolve` already found (the
+/// pipeline's single queued command): the same checks and effects.
+pub fn execute_entry(
+    server: &Server,
+    client: &mut Client,
+    entry: &'static Entry,
+    args: Args<'_>,
+    out: &mut Vec<u8>,
+) {
+    let reply = match admit(server, client, entry, &args) {
+        Ok(()) => {
+            if client.multi.is_some() && !entry.spec.has(Flag::NoQueue) {
+                queue(client, entry, &args)
+            } else {
+                run(server, client, entry, args)
+            }
+        }
+        Err(e) => {
+            entry.stats.rejected.add(1);
+            flag_transaction(client);
+            if entry.full_name == "exec" {
+                // Redis discards the transaction and names the cause.
+                client.multi = None;
+                client.info.multi.store(-1, Ordering::Relaxed);
+                server.watches.unwatch_all(client.id, &mut client.watch);
+                // Redis embeds the bare text: `ERR ` is dropped, other
+                // codes (NOAUTH) stay.
+                let text = e.to_string();
+                let bare = text.strip_prefix("ERR ").unwrap_or(&text);
+                Reply::Error(CommandError::Custom(
+                    format!("EXECABORT Transaction discarded because of: {bare}").into(),
+                ))
+            } else {
+                Reply::Error(e)
+            }
         }
     };
     encode(server, client, &reply, out);

@@ -88,8 +88,9 @@ impl Batch {
         match self.cmds.len() {
             0 => return,
             1 => {
-                let (_, a, b) = self.cmds[0];
-                dispatch::execute(server, client, Args::new(buf, &self.spans[a..b]), out);
+                let (entry, a, b) = self.cmds[0];
+                let args = Args::new(buf, &self.spans[a..b]);
+                dispatch::execute_entry(server, client, entry, args, out);
             }
             _ => self.run_group(server, client, buf, out),
         }

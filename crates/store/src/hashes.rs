@@ -97,9 +97,15 @@ impl Txn {
         let mut changed = false;
         for (f, v) in pairs {
             let (f, v) = (f.as_ref(), v.as_ref());
+            // The same value again needs no data write (the key still counts
+            // as modified, through `put_meta` below).
+            let mut same = false;
             let seq = match self.hash_field(db, key, &m, f)? {
                 Some(_) if only_new => continue,
-                Some((seq, _)) => seq,
+                Some((seq, old)) => {
+                    same = old == v;
+                    seq
+                }
                 None => {
                     len += 1;
                     added += 1;
@@ -107,7 +113,9 @@ impl Txn {
                     next_seq - 1
                 }
             };
-            self.data_put(db, key, m.version, f, join_value(seq, v));
+            if !same {
+                self.data_put(db, key, m.version, f, join_value(seq, v));
+            }
             changed = true;
             // Redis 7.0 `hashTypeSet`: a written field or value over 64
             // bytes, or more than 128 fields, converts to `hashtable`.

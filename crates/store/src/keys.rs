@@ -23,6 +23,76 @@ pub fn meta_key(db: u16, key: &[u8]) -> Vec<u8> {
     k
 }
 
+/// An entry key built on the stack when short (lookups allocate
+/// nothing); derefs to the key bytes.
+pub enum KeyBuf {
+    /// Length and bytes of a key of at most [`KeyBuf::INLINE`] bytes.
+    Inline(usize, [u8; KeyBuf::INLINE]),
+    /// A longer key.
+    Heap(Vec<u8>),
+}
+
+impl KeyBuf {
+    /// Longest key kept inline.
+    pub const INLINE: usize = 80;
+
+    fn from_parts(parts: &[&[u8]]) -> Self {
+        let n: usize = parts.iter().map(|p| p.len()).sum();
+        if n > Self::INLINE {
+            let mut v = Vec::with_capacity(n);
+            for p in parts {
+                v.extend_from_slice(p);
+            }
+            return KeyBuf::Heap(v);
+        }
+        let mut b = [0u8; Self::INLINE];
+        let mut at = 0;
+        for p in parts {
+            b[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        KeyBuf::Inline(n, b)
+    }
+
+    /// The `meta` key of `(db, key)`, as [`meta_key`].
+    #[must_use]
+    pub fn meta(db: u16, key: &[u8]) -> Self {
+        Self::from_parts(&[&db.to_be_bytes(), key])
+    }
+
+    /// The `data` key of an element, as [`data_key`].
+    #[must_use]
+    pub fn data(db: u16, key: &[u8], version: u64, subkey: &[u8]) -> Self {
+        Self::from_parts(&[
+            &db.to_be_bytes(),
+            &(key.len() as u32).to_be_bytes(),
+            key,
+            &version.to_be_bytes(),
+            subkey,
+        ])
+    }
+
+    /// The key as an owned vector.
+    #[must_use]
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            KeyBuf::Inline(n, b) => b[..n].to_vec(),
+            KeyBuf::Heap(v) => v,
+        }
+    }
+}
+
+impl std::ops::Deref for KeyBuf {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            KeyBuf::Inline(n, b) => &b[..*n],
+            KeyBuf::Heap(v) => v,
+        }
+    }
+}
+
 /// Prefix of every `meta` key of database `db`.
 #[must_use]
 pub fn meta_db_prefix(db: u16) -> [u8; 2] {
@@ -54,7 +124,11 @@ pub fn data_prefix(db: u16, key: &[u8], version: u64) -> Vec<u8> {
 /// `data` key of one element (member, field, container) of a key version.
 #[must_use]
 pub fn data_key(db: u16, key: &[u8], version: u64, subkey: &[u8]) -> Vec<u8> {
-    let mut k = data_prefix(db, key, version);
+    let mut k = Vec::with_capacity(14 + key.len() + subkey.len());
+    k.extend_from_slice(&db.to_be_bytes());
+    k.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    k.extend_from_slice(key);
+    k.extend_from_slice(&version.to_be_bytes());
     k.extend_from_slice(subkey);
     k
 }
@@ -127,6 +201,21 @@ pub fn split_expiry_key(k: &[u8]) -> Result<(u64, u16, &[u8])> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keybuf_matches_owned_keys() {
+        for n in [0usize, 1, 60, 61, 66, 67, 78, 79, 200] {
+            let key = vec![b'k'; n];
+            assert_eq!(&*KeyBuf::meta(7, &key), meta_key(7, &key).as_slice());
+            assert_eq!(KeyBuf::meta(7, &key).into_vec(), meta_key(7, &key));
+            for sub in [&b""[..], b"field", &[b's'; 70]] {
+                assert_eq!(
+                    &*KeyBuf::data(3, &key, 42, sub),
+                    data_key(3, &key, 42, sub).as_slice()
+                );
+            }
+        }
+    }
 
     #[test]
     fn data_key_roundtrips() {

@@ -67,6 +67,14 @@ impl WriteBatch {
         Self::default()
     }
 
+    /// An empty batch with room for `n` writes.
+    #[must_use]
+    pub fn with_capacity(n: usize) -> Self {
+        WriteBatch {
+            ops: Vec::with_capacity(n),
+        }
+    }
+
     /// Queues an insert.
     pub fn put(&mut self, space: Space, key: Vec<u8>, value: Vec<u8>) {
         self.ops.push((space, key, Op::Put(value)));

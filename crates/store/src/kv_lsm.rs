@@ -178,7 +178,8 @@ impl Kv for LsmKv {
             Durability::Buffer => Some(PersistMode::Buffer),
             Durability::Sync => Some(PersistMode::SyncData),
         };
-        let mut b = self.db.batch().durability(mode);
+        let mut b =
+            fjall::OwnedWriteBatch::with_capacity(self.db.clone(), batch.len()).durability(mode);
         for (space, key, op) in batch.into_ops() {
             match op {
                 Op::Put(v) => b.insert(self.ks(space), key, v),

@@ -63,9 +63,9 @@ pub enum GlobalGuard {
 
 /// The locks a `Txn` holds; released on drop.
 pub struct Held {
-    /// Stripes held, ascending (empty when exclusive).
-    pub stripes: Vec<usize>,
-    guards: Vec<ArcMutexGuard<RawMutex, Slot>>,
+    /// Stripes held with their guards, ascending by stripe (empty when
+    /// exclusive). One vector: one allocation per lock set.
+    guards: Vec<(usize, ArcMutexGuard<RawMutex, Slot>)>,
     /// The global guard; dropped last.
     pub global: GlobalGuard,
 }
@@ -81,8 +81,7 @@ impl Held {
     /// True when this holder may write `(db, key)` without further locking.
     #[must_use]
     pub fn covers(&self, db: u16, key: &[u8]) -> bool {
-        matches!(self.global, GlobalGuard::Exclusive(_))
-            || self.stripes.binary_search(&stripe_of(db, key)).is_ok()
+        matches!(self.global, GlobalGuard::Exclusive(_)) || self.find(stripe_of(db, key)).is_some()
     }
 
     /// True when this holder has the global lock exclusively.
@@ -92,14 +91,28 @@ impl Held {
     }
 
     /// The meta cache slot of `stripe`, if this holder holds that stripe.
+    /// Stripes held, ascending (empty when exclusive).
+    pub fn stripes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.guards.iter().map(|(s, _)| *s)
+    }
+
+    fn find(&self, stripe: usize) -> Option<usize> {
+        // Usually one or two stripes: a linear scan beats the search.
+        if self.guards.len() <= 8 {
+            self.guards.iter().position(|(s, _)| *s == stripe)
+        } else {
+            self.guards.binary_search_by_key(&stripe, |(s, _)| *s).ok()
+        }
+    }
+
     pub(crate) fn slot_mut(&mut self, stripe: usize) -> Option<&mut Slot> {
-        let i = self.stripes.binary_search(&stripe).ok()?;
-        Some(&mut *self.guards[i])
+        let i = self.find(stripe)?;
+        Some(&mut *self.guards[i].1)
     }
 
     /// Clears the meta cache slots of every stripe held.
     pub(crate) fn clear_slots(&mut self) {
-        for g in &mut self.guards {
+        for (_, g) in &mut self.guards {
             g.clear();
         }
     }
@@ -153,15 +166,27 @@ impl Locks {
     }
 
     fn lock_keys_inner(&self, keys: &[(u16, &[u8])]) -> Held {
-        let mut stripes: Vec<usize> = keys.iter().map(|(db, k)| stripe_of(*db, k)).collect();
+        // Stripe ids of a few keys sort on the stack; more go to a vector.
+        let mut small = [0usize; 8];
+        let mut big = Vec::new();
+        let stripes: &mut [usize] = if keys.len() <= small.len() {
+            for (s, (db, k)) in small.iter_mut().zip(keys) {
+                *s = stripe_of(*db, k);
+            }
+            &mut small[..keys.len()]
+        } else {
+            big.extend(keys.iter().map(|(db, k)| stripe_of(*db, k)));
+            &mut big
+        };
         stripes.sort_unstable();
-        stripes.dedup();
-        let guards = stripes
-            .iter()
-            .map(|&s| self.stripes[s].lock_arc())
-            .collect();
+        let mut guards: Vec<(usize, ArcMutexGuard<RawMutex, Slot>)> =
+            Vec::with_capacity(stripes.len());
+        for &s in stripes.iter() {
+            if guards.last().is_none_or(|(l, _)| *l != s) {
+                guards.push((s, self.stripes[s].lock_arc()));
+            }
+        }
         Held {
-            stripes,
             guards,
             global: GlobalGuard::None,
         }
@@ -193,7 +218,6 @@ impl Locks {
     #[must_use]
     pub fn lock_exclusive(&self) -> Held {
         Held {
-            stripes: Vec::new(),
             guards: Vec::new(),
             global: GlobalGuard::Exclusive(self.global.write_arc()),
         }
@@ -208,10 +232,11 @@ mod tests {
     fn lock_keys_dedupes_stripes() {
         let locks = Locks::default();
         let held = locks.lock_keys(&[(0, b"a"), (0, b"a"), (1, b"b")]);
-        assert!(held.stripes.len() <= 2);
+        assert!(held.stripes().count() <= 2);
         assert!(held.covers(0, b"a"));
         assert!(held.covers(1, b"b"));
-        assert!(held.stripes.windows(2).all(|w| w[0] < w[1]));
+        let s: Vec<usize> = held.stripes().collect();
+        assert!(s.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

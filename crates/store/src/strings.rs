@@ -114,7 +114,22 @@ impl Txn {
         expire_at_ms: u64,
         enc: StrEncoding,
     ) -> Result<()> {
-        let version = match self.meta(db, key)? {
+        let old = self.meta(db, key)?;
+        self.put_string_over(db, key, value, expire_at_ms, enc, old.as_ref())
+    }
+
+    /// `put_string_enc` when the caller already holds the key's live meta
+    /// (`old`, read in this `Txn`): saves a second lookup.
+    fn put_string_over(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        value: Vec<u8>,
+        expire_at_ms: u64,
+        enc: StrEncoding,
+        old: Option<&KeyMeta>,
+    ) -> Result<()> {
+        let version = match old {
             Some(m) if !m.has_data() => m.version,
             _ => self.new_plain_version()?,
         };
@@ -168,7 +183,7 @@ impl Txn {
             ExpireUpdate::At(t) => t,
             ExpireUpdate::Default | ExpireUpdate::Persist => 0,
         };
-        self.put_string(db, key, value, expire, false)?;
+        self.put_string_over(db, key, value, expire, StrEncoding::Auto, old.as_ref())?;
         Ok(SetOutcome {
             written: true,
             old: old_value,
@@ -237,9 +252,14 @@ impl Txn {
             _ => (0, 0),
         };
         let new = cur.checked_add(delta).ok_or(StoreError::Overflow)?;
-        let mut buf = itoa_bytes(new);
-        buf.shrink_to_fit();
-        self.put_string(db, key, buf, expire, false)?;
+        self.put_string_over(
+            db,
+            key,
+            itoa_bytes(new),
+            expire,
+            StrEncoding::Auto,
+            old.as_ref(),
+        )?;
         Ok(new)
     }
 
@@ -379,13 +399,48 @@ pub fn substr(v: &[u8], start: i64, end: i64) -> &[u8] {
     &v[s as usize..=e as usize]
 }
 
+/// The decimal text of `v`, in a vector of exactly its length.
 fn itoa_bytes(v: i64) -> Vec<u8> {
-    v.to_string().into_bytes()
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut n = v.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    buf[i..].to_vec()
 }
 
 #[cfg(test)]
 mod tests {
     use super::substr;
+
+    #[test]
+    fn itoa_bytes_matches_to_string() {
+        for v in [
+            0i64,
+            1,
+            -1,
+            9,
+            10,
+            -10,
+            12345,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ] {
+            let b = super::itoa_bytes(v);
+            assert_eq!(b, v.to_string().into_bytes());
+        }
+    }
 
     #[test]
     fn substr_follows_redis_rules() {

@@ -10,7 +10,7 @@ use crate::kv::{KvIter, Space, WriteBatch};
 use crate::locks::{stripe_of, Held, Slot};
 use crate::meta::{KeyMeta, Kind, MetaBrief, Summary};
 use crate::store::{counts_key, encode_counts, now_ms, Inner, Store};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::iter::Peekable;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -24,14 +24,16 @@ use std::sync::Arc;
 pub struct Txn {
     pub(crate) inner: Arc<Inner>,
     now: u64,
-    /// Meta overlay by meta key: `None` = deleted in this txn.
-    meta: BTreeMap<Vec<u8>, Option<KeyMeta>>,
-    /// Expire time before this txn (`None` = absent) of each key in the
-    /// meta overlay, recorded when the key first enters it.
-    orig: BTreeMap<Vec<u8>, Option<u64>>,
+    /// Meta overlay by meta key, with each key's state before this txn.
+    meta: BTreeMap<Vec<u8>, MetaEntry>,
     /// Data overlay by data key: `None` = deleted in this txn.
     data: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    touched: BTreeSet<(u16, Vec<u8>)>,
+    /// Keys modified, in write order; a key written again right after
+    /// itself is not repeated, other repeats are (sorted and deduplicated
+    /// when read, and whenever it reaches twice `touched_distinct`).
+    touched: Vec<(u16, Vec<u8>)>,
+    /// Length of `touched` after its last deduplication.
+    touched_distinct: usize,
     versions: Vec<u64>,
     expired: u64,
     /// Count key lookups as keyspace hits / misses (read commands).
@@ -54,9 +56,9 @@ impl Txn {
             inner,
             now: now_ms(),
             meta: BTreeMap::new(),
-            orig: BTreeMap::new(),
             data: BTreeMap::new(),
-            touched: BTreeSet::new(),
+            touched: Vec::new(),
+            touched_distinct: 0,
             versions: Vec::new(),
             expired: 0,
             count_lookups: false,
@@ -110,7 +112,27 @@ impl Txn {
     /// return (lazily expired keys included).
     #[must_use]
     pub fn modified_keys(&self) -> Vec<(u16, Vec<u8>)> {
-        self.touched.iter().cloned().collect()
+        let mut keys = self.touched.clone();
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
+
+    /// Records `(db, key)` as modified (see `touched`).
+    pub(crate) fn touch(&mut self, db: u16, key: &[u8]) {
+        if let Some((d, k)) = self.touched.last() {
+            if *d == db && k.as_slice() == key {
+                return;
+            }
+        }
+        // Keep it within twice the distinct keys (plus a little): writes
+        // alternating between keys would otherwise grow it without bound.
+        if self.touched.len() >= 64 && self.touched.len() >= 2 * self.touched_distinct {
+            self.touched.sort_unstable();
+            self.touched.dedup();
+            self.touched_distinct = self.touched.len();
+        }
+        self.touched.push((db, key.to_vec()));
     }
 
     /// Writes the overlay as one atomic batch (synced per the sync mode)
@@ -120,31 +142,24 @@ impl Txn {
     /// # Errors
     /// `Io` when the write fails; nothing is applied then.
     pub fn commit(mut self) -> Result<Vec<(u16, Vec<u8>)>> {
-        let mut batch = WriteBatch::new();
-        let mut deltas: BTreeMap<u16, (i64, i64)> = BTreeMap::new();
-        let mut min_added_expiry = u64::MAX;
         let meta = std::mem::take(&mut self.meta);
+        // One entry per meta and data write, plus a count entry: most
+        // commits add no expiry entries, so this is usually exact.
+        let writes = meta.len() + self.data.len() + self.stale_expiry.len();
+        let mut batch = WriteBatch::with_capacity(writes + usize::from(writes > 0));
+        let mut deltas = Deltas::default();
+        let mut min_added_expiry = u64::MAX;
         let exclusive = self.held.is_exclusive();
-        for (mk, new) in meta {
+        for (mk, MetaEntry { new, orig }) in meta {
             let (db, key) = keys::split_meta_key(&mk)?;
-            // The meta cache takes the new state now; the stripe stays held
-            // until after the write, and a failed write clears it below.
-            let stripe = stripe_of(db, key);
-            match slot_of(&mut self.held, &mut self.extra_locks, stripe) {
-                Some(slot) if cacheable(&new) => slot.set(&mk, new.clone()),
-                Some(slot) => slot.clear(),
-                None if exclusive => self.inner.locks.with_slot(stripe, Slot::clear),
-                // Unreachable: a non-exclusive Txn writes only keys whose
-                // stripe it holds (`ensure_locked`, `live_meta`).
-                None => {}
-            }
-            let old_exp = self.orig.get(&mk).copied().flatten();
-            let old_exists = self.orig.get(&mk).is_some_and(Option::is_some);
+            let old_exp = orig;
             let new_exp = new.as_ref().map(|m| m.expire_at_ms);
-            let d = deltas.entry(db).or_default();
-            d.0 += i64::from(new.is_some()) - i64::from(old_exists);
-            d.1 += i64::from(new_exp.is_some_and(|e| e != 0))
-                - i64::from(old_exp.is_some_and(|e| e != 0));
+            deltas.add(
+                db,
+                i64::from(new.is_some()) - i64::from(orig.is_some()),
+                i64::from(new_exp.is_some_and(|e| e != 0))
+                    - i64::from(old_exp.is_some_and(|e| e != 0)),
+            );
             let old_e = old_exp.unwrap_or(0);
             let new_e = new_exp.unwrap_or(0);
             if old_e != new_e {
@@ -156,8 +171,20 @@ impl Txn {
                     min_added_expiry = min_added_expiry.min(new_e);
                 }
             }
-            match new {
-                Some(m) => batch.put(Space::Meta, mk, m.encode()),
+            let value = new.as_ref().map(KeyMeta::encode);
+            // The meta cache takes the new state now; the stripe stays held
+            // until after the write, and a failed write clears it below.
+            let stripe = stripe_of(db, key);
+            match slot_of(&mut self.held, &mut self.extra_locks, stripe) {
+                Some(slot) if cacheable(&new) => slot.set(&mk, new),
+                Some(slot) => slot.clear(),
+                None if exclusive => self.inner.locks.with_slot(stripe, Slot::clear),
+                // Unreachable: a non-exclusive Txn writes only keys whose
+                // stripe it holds (`ensure_locked`, `live_meta`).
+                None => {}
+            }
+            match value {
+                Some(v) => batch.put(Space::Meta, mk, v),
                 None => batch.delete(Space::Meta, mk),
             }
         }
@@ -171,7 +198,7 @@ impl Txn {
             }
         }
         let durability = Store::durability(&self.inner);
-        deltas.retain(|_, d| *d != (0, 0));
+        let deltas = deltas.into_nonzero();
         if batch.is_empty() && deltas.is_empty() {
             // A write that changed nothing (SET of the same value, SADD of
             // a member present, ...) acknowledges state that an earlier
@@ -186,11 +213,11 @@ impl Txn {
             let inner = Arc::clone(&self.inner);
             let mut counts = inner.counts.lock();
             let mut next = counts.clone();
-            for (db, (dk, de)) in &deltas {
-                if let Some(c) = next.get_mut(*db as usize) {
-                    c.keys = c.keys.saturating_add_signed(*dk);
-                    c.expires = c.expires.saturating_add_signed(*de);
-                    batch.put(Space::Meta, counts_key(*db), encode_counts(*c));
+            for &(db, dk, de) in &deltas {
+                if let Some(c) = next.get_mut(db as usize) {
+                    c.keys = c.keys.saturating_add_signed(dk);
+                    c.expires = c.expires.saturating_add_signed(de);
+                    batch.put(Space::Meta, counts_key(db), encode_counts(*c));
                 }
             }
             self.write_or_forget(batch, durability)?;
@@ -202,7 +229,12 @@ impl Txn {
         self.inner
             .expired
             .fetch_add(self.expired, Ordering::Relaxed);
-        Ok(std::mem::take(&mut self.touched).into_iter().collect())
+        let mut keys = std::mem::take(&mut self.touched);
+        if keys.len() > 1 {
+            keys.sort_unstable();
+            keys.dedup();
+        }
+        Ok(keys)
     }
 
     /// Writes the commit batch; on failure clears the meta cache slots
@@ -232,8 +264,8 @@ impl Txn {
     /// holds the stripe and the slot has the key, else from the `Kv` (and
     /// then fills the slot).
     fn load_meta(&mut self, mk: &[u8]) -> Result<Option<KeyMeta>> {
-        if let Some(m) = self.meta.get(mk) {
-            return Ok(m.clone());
+        if let Some(e) = self.meta.get(mk) {
+            return Ok(e.new.clone());
         }
         let stripe = keys::split_meta_key(mk)
             .ok()
@@ -261,12 +293,17 @@ impl Txn {
         Ok(m)
     }
 
-    /// Records the stored expire time of `mk` before its first write in
-    /// this `Txn` (`stored`: what `load_meta` gave with no overlay entry).
-    fn record_orig(&mut self, mk: &[u8], stored: Option<&KeyMeta>) {
-        self.orig
-            .entry(mk.to_vec())
-            .or_insert(stored.map(|m| m.expire_at_ms));
+    /// Sets the overlay entry of `mk` to `new`. A key entering the overlay
+    /// records its stored state first (`load_meta` with no overlay entry).
+    fn overlay_meta(&mut self, mk: keys::KeyBuf, new: Option<KeyMeta>) -> Result<()> {
+        if let Some(e) = self.meta.get_mut(&*mk) {
+            e.new = new;
+            return Ok(());
+        }
+        let stored = self.load_meta(&mk)?;
+        let orig = stored.map(|m| m.expire_at_ms);
+        self.meta.insert(mk.into_vec(), MetaEntry { new, orig });
+        Ok(())
     }
 
     /// The live meta of `(db, key)`: `None` when absent or expired. An
@@ -288,17 +325,14 @@ impl Txn {
     }
 
     pub(crate) fn live_meta(&mut self, db: u16, key: &[u8]) -> Result<Option<KeyMeta>> {
-        let mk = keys::meta_key(db, key);
+        let mk = keys::KeyBuf::meta(db, key);
         let Some(m) = self.load_meta(&mk)? else {
             return Ok(None);
         };
         if m.is_expired(self.now) {
             if self.held.covers(db, key) {
-                if !self.meta.contains_key(&mk) {
-                    self.record_orig(&mk, Some(&m));
-                }
-                self.meta.insert(mk, None);
-                self.touched.insert((db, key.to_vec()));
+                self.overlay_meta(mk, None)?;
+                self.touch(db, key);
                 self.expired += 1;
             }
             return Ok(None);
@@ -331,24 +365,22 @@ impl Txn {
     pub fn put_meta(&mut self, db: u16, key: &[u8], m: KeyMeta) -> Result<()> {
         self.check_db(db)?;
         self.ensure_locked(db, key);
-        let mk = keys::meta_key(db, key);
+        let mk = keys::KeyBuf::meta(db, key);
         // A meta equal to the current one (HSET of an existing field, ...)
         // needs no write: the overlay or the store already holds it.
-        let unchanged = match self.meta.get(&mk) {
-            Some(cur) => cur.as_ref() == Some(&m),
-            None => {
-                let stored = self.load_meta(&mk)?;
-                let same = stored.as_ref() == Some(&m);
-                if !same {
-                    self.record_orig(&mk, stored.as_ref());
-                }
-                same
+        if let Some(cur) = self.meta.get_mut(&*mk) {
+            if cur.new.as_ref() != Some(&m) {
+                cur.new = Some(m);
             }
-        };
-        if !unchanged {
-            self.meta.insert(mk, Some(m));
+        } else {
+            let stored = self.load_meta(&mk)?;
+            if stored.as_ref() != Some(&m) {
+                let orig = stored.map(|s| s.expire_at_ms);
+                self.meta
+                    .insert(mk.into_vec(), MetaEntry { new: Some(m), orig });
+            }
         }
-        self.touched.insert((db, key.to_vec()));
+        self.touch(db, key);
         Ok(())
     }
 
@@ -359,13 +391,8 @@ impl Txn {
     pub fn delete_meta(&mut self, db: u16, key: &[u8]) -> Result<()> {
         self.check_db(db)?;
         self.ensure_locked(db, key);
-        let mk = keys::meta_key(db, key);
-        if !self.meta.contains_key(&mk) {
-            let stored = self.load_meta(&mk)?;
-            self.record_orig(&mk, stored.as_ref());
-        }
-        self.meta.insert(mk, None);
-        self.touched.insert((db, key.to_vec()));
+        self.overlay_meta(keys::KeyBuf::meta(db, key), None)?;
+        self.touch(db, key);
         Ok(())
     }
 
@@ -416,7 +443,7 @@ impl Txn {
                 Box::new(
                     self.meta
                         .range::<[u8], _>((start, end_b))
-                        .map(|(k, v)| (k.clone(), v.as_ref().map(KeyMeta::brief))),
+                        .map(|(k, e)| (k.clone(), e.new.as_ref().map(KeyMeta::brief))),
                 )
             };
         let now = self.now;
@@ -429,7 +456,7 @@ impl Txn {
 
     /// The stored meta of the key, expired or not (no lazy delete).
     pub(crate) fn raw_meta(&mut self, db: u16, key: &[u8]) -> Result<Option<KeyMeta>> {
-        self.load_meta(&keys::meta_key(db, key))
+        self.load_meta(&keys::KeyBuf::meta(db, key))
     }
 
     /// The greatest stored key of `db` (ignoring this Txn's overlay and
@@ -453,10 +480,7 @@ impl Txn {
         self.meta
             .iter()
             .filter(|(mk, _)| mk.starts_with(&prefix))
-            .map(|(mk, new)| {
-                let old = self.orig.get(mk).is_some_and(Option::is_some);
-                i64::from(new.is_some()) - i64::from(old)
-            })
+            .map(|(_, e)| i64::from(e.new.is_some()) - i64::from(e.orig.is_some()))
             .sum()
     }
 
@@ -475,7 +499,6 @@ impl Txn {
             None => false,
         };
         self.meta.retain(|k, _| keep(k));
-        self.orig.retain(|k, _| keep(k));
         self.data.retain(|k, _| keep(k));
     }
 
@@ -492,8 +515,8 @@ impl Txn {
         version: u64,
         sub: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        let dk = keys::data_key(db, key, version, sub);
-        if let Some(v) = self.data.get(&dk) {
+        let dk = keys::KeyBuf::data(db, key, version, sub);
+        if let Some(v) = self.data.get(&*dk) {
             return Ok(v.clone());
         }
         self.inner.kv.get(Space::Data, &dk)
@@ -504,7 +527,7 @@ impl Txn {
         self.ensure_locked(db, key);
         self.data
             .insert(keys::data_key(db, key, version, sub), Some(value));
-        self.touched.insert((db, key.to_vec()));
+        self.touch(db, key);
     }
 
     /// Deletes one element.
@@ -512,7 +535,7 @@ impl Txn {
         self.ensure_locked(db, key);
         self.data
             .insert(keys::data_key(db, key, version, sub), None);
-        self.touched.insert((db, key.to_vec()));
+        self.touch(db, key);
     }
 
     /// Up to `k` distinct random elements `(subkey, value)` of a key
@@ -628,6 +651,49 @@ impl Txn {
                 )
             };
         Merge::new(kv, ov, reverse).map(move |r| r.map(|(k, v)| (k[plen..].to_vec(), v)))
+    }
+}
+
+/// One meta overlay entry.
+struct MetaEntry {
+    /// The meta this txn leaves (`None` = deleted).
+    new: Option<KeyMeta>,
+    /// Expire time of the key before this txn (`None` = absent, `Some(0)` =
+    /// present without expiry), recorded when the key enters the overlay.
+    orig: Option<u64>,
+}
+
+/// Per-database changes of (keys, keys with an expiry) of one commit.
+/// Almost every commit touches one database: that one is kept inline.
+#[derive(Default)]
+struct Deltas {
+    first: Option<(u16, i64, i64)>,
+    rest: BTreeMap<u16, (i64, i64)>,
+}
+
+impl Deltas {
+    fn add(&mut self, db: u16, keys: i64, expires: i64) {
+        match &mut self.first {
+            None => self.first = Some((db, keys, expires)),
+            Some((d, k, e)) if *d == db => {
+                *k += keys;
+                *e += expires;
+            }
+            Some(_) => {
+                let r = self.rest.entry(db).or_default();
+                r.0 += keys;
+                r.1 += expires;
+            }
+        }
+    }
+
+    /// The databases whose counts change: `(db, keys, expires)`.
+    fn into_nonzero(self) -> Vec<(u16, i64, i64)> {
+        self.first
+            .into_iter()
+            .chain(self.rest.into_iter().map(|(d, (k, e))| (d, k, e)))
+            .filter(|&(_, k, e)| (k, e) != (0, 0))
+            .collect()
     }
 }
 
@@ -808,6 +874,24 @@ mod tests {
         t.put_string(0, &a, b"6".to_vec(), 0, false).unwrap();
         t.commit().unwrap();
         assert_eq!(get(&a), Some(b"6".to_vec()));
+    }
+
+    /// Writes alternating between two keys keep `touched` small, and the
+    /// commit still reports each modified key once, sorted.
+    #[test]
+    fn touched_stays_bounded_and_deduplicated() {
+        let store = Store::open(crate::StoreConfig::default()).unwrap();
+        let keys: [&[u8]; 3] = [b"a", b"b", b"c"];
+        let mut t = store.begin(&[(0, keys[0]), (0, keys[1]), (0, keys[2])]);
+        for i in 0..10_000u32 {
+            let k = keys[(i % 3) as usize];
+            t.put_string(0, k, i.to_string().into_bytes(), 0, false)
+                .unwrap();
+            assert!(t.touched.len() <= 64 + 2 * 3);
+        }
+        let expect: Vec<(u16, Vec<u8>)> = keys.iter().map(|k| (0, k.to_vec())).collect();
+        assert_eq!(t.modified_keys(), expect);
+        assert_eq!(t.commit().unwrap(), expect);
     }
 
     #[test]
