@@ -410,7 +410,7 @@ impl Bitmap {
         other: &Self,
         keep_left: bool,
         keep_right: bool,
-        f: impl Fn(ContainerRef<'_>, ContainerRef<'_>) -> ContainerBuf,
+        f: impl Fn(ContainerRef<'_>, ContainerRef<'_>) -> Option<ContainerBuf>,
     ) -> Self {
         let mut out = Self::new();
         let (a, b) = (self, other);
@@ -426,8 +426,8 @@ impl Bitmap {
         while i < a.keys.len() && j < b.keys.len() {
             let (ka, kb) = (a.keys[i], b.keys[j]);
             if ka == kb {
-                let c = f(a.containers[i].as_ref(), b.containers[j].as_ref());
-                if !c.is_empty() {
+                if let Some(c) = f(a.containers[i].as_ref(), b.containers[j].as_ref()) {
+                    debug_assert!(!c.is_empty());
                     out.keys.push(ka);
                     out.containers.push(c);
                 }
@@ -539,19 +539,19 @@ impl Bitmap {
 
     /// `self ∩ other`.
     pub fn and(&self, other: &Self) -> Self {
-        self.merge(other, false, false, setops::and)
+        self.merge(other, false, false, setops::and_nonempty)
     }
     /// `self ∪ other`.
     pub fn or(&self, other: &Self) -> Self {
-        self.merge(other, true, true, setops::or)
+        self.merge(other, true, true, |a, b| Some(setops::or(a, b)))
     }
     /// `self ⊕ other`.
     pub fn xor(&self, other: &Self) -> Self {
-        self.merge(other, true, true, setops::xor)
+        self.merge(other, true, true, setops::xor_nonempty)
     }
     /// `self \ other`.
     pub fn andnot(&self, other: &Self) -> Self {
-        self.merge(other, true, false, setops::andnot)
+        self.merge(other, true, false, setops::andnot_nonempty)
     }
     /// `self ∩= other`.
     pub fn and_in_place(&mut self, other: &Self) {
