@@ -129,7 +129,16 @@ pub fn and_run_bitset(runs: &[[u16; 2]], w: &Words) -> ContainerBuf {
 pub fn and_bitset_bitset(a: &Words, b: &Words) -> ContainerBuf {
     let k = kernels::get();
     let card = (k.and_bitset_bitset_len)(a, b);
-    if card as usize <= ARRAY_MAX {
+    if card as usize <= ARRAY_MAX && card >= 1024 {
+        // Dense enough for the vector bitset-to-array kernel: AND into a
+        // scratch bitset first, then convert.
+        let mut out = ContainerBuf::array_with_capacity(card as usize);
+        let mut tmp = [0u64; BITSET_WORDS];
+        (k.and_bitset_bitset)(a, b, &mut tmp);
+        let n = (k.bitset_to_array)(&tmp, out.array_spare_mut());
+        out.set_array_len(n);
+        out
+    } else if card as usize <= ARRAY_MAX {
         let mut out = ContainerBuf::array_with_capacity(card as usize);
         let s = out.array_spare_mut();
         let mut n = 0;
