@@ -350,7 +350,9 @@ impl Bitmap {
         out
     }
 
-    /// Decodes and validates [`Bitmap::to_bytes`]'s format.
+    /// Decodes and validates [`Bitmap::to_bytes`]'s format. Containers that
+    /// are format-valid but break the kind rules (`docs/format.md`) are
+    /// accepted and normalized, so the result always passes [`Bitmap::validate`].
     ///
     /// # Errors
     /// Any [`FormatError`]: truncation, trailing bytes, bad containers, keys not ascending.
@@ -384,13 +386,16 @@ impl Bitmap {
                     got: bytes.len(),
                 });
             }
-            let c = ContainerBuf::from_bytes(&bytes[at..at + len])?;
+            let mut c = ContainerBuf::from_bytes(&bytes[at..at + len])?;
             if c.is_empty() {
                 return Err(FormatError::BadCardinality {
                     kind: c.kind(),
                     card: 0,
                 });
             }
+            // Format-valid bytes may break the kind rules (a run container
+            // no smaller than its plain form): decode to the normalized form.
+            c.normalize();
             pairs.push((key, c));
             at += len;
         }

@@ -398,7 +398,9 @@ impl ContainerBuf {
         self.as_ref().stat_bytes()
     }
 
-    /// Decodes and validates `bytes` into an owned container (any alignment).
+    /// Decodes and validates `bytes` into an owned container (any alignment),
+    /// byte for byte: format-valid bytes that break the kind rules stay as
+    /// they are until [`Self::normalize`].
     ///
     /// # Errors
     /// Any [`FormatError`](crate::FormatError) of [`ContainerView::parse`](crate::ContainerView::parse).
