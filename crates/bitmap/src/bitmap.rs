@@ -169,6 +169,12 @@ impl Bitmap {
     #[inline]
     pub fn contains(&self, v: u32) -> bool {
         let (h, l) = split(v);
+        // Single-container bitmaps (common for small sets) skip the search;
+        // the test is per bitmap, so callers probing one bitmap in a loop
+        // see a perfectly predicted branch.
+        if let ([k], [c]) = (&self.keys[..], &self.containers[..]) {
+            return *k == h && c.contains(l);
+        }
         match self.keys.binary_search(&h) {
             Ok(i) => self.containers[i].contains(l),
             Err(_) => false,
