@@ -170,6 +170,10 @@ fn main() {
     let only = std::env::var("ROARINGD_BENCH_ONLY").ok();
     // Profiling aid: ROARINGD_BENCH_OP=<op> runs only that operation.
     let only_op = std::env::var("ROARINGD_BENCH_OP").ok();
+    // Profiling aid: ROARINGD_BENCH_ENGINE=0|1|2 (ours, croaring, roaring) times only that engine.
+    let only_engine: Option<usize> = std::env::var("ROARINGD_BENCH_ENGINE")
+        .ok()
+        .and_then(|s| s.parse().ok());
     let names = datasets::names();
     if names.is_empty() {
         eprintln!("data sets not found: set ROARINGD_DATASETS");
@@ -221,14 +225,18 @@ fn main() {
                 let mut answers = [0u64; 3];
                 for k in 0..3 {
                     let e = (k + round + oi) % 3;
+                    if only_engine.is_some_and(|o| o != e) {
+                        continue;
+                    }
                     let t = Instant::now();
                     answers[e] = black_box(fns[e](black_box(&sets), round));
                     times[oi][e].push(t.elapsed().as_secs_f64());
                 }
-                if ops[oi].0.ends_with("_len")
-                    || ops[oi].0 == "wide_union"
-                    || ops[oi].0 == "contains"
-                    || ops[oi].0 == "iterate"
+                if only_engine.is_none()
+                    && (ops[oi].0.ends_with("_len")
+                        || ops[oi].0 == "wide_union"
+                        || ops[oi].0 == "contains"
+                        || ops[oi].0 == "iterate")
                 {
                     assert!(
                         answers[0] == answers[1] && answers[1] == answers[2],
@@ -244,7 +252,12 @@ fn main() {
             "| op | ours | croaring | roaring | ours/croaring | ours/roaring |\n|---|---|---|---|---|---|"
         );
         for (oi, (opname, _)) in ops.iter().enumerate() {
-            if times[oi][0].is_empty() {
+            if times[oi].iter().any(|t| t.is_empty()) {
+                for (e, t) in times[oi].iter_mut().enumerate() {
+                    if !t.is_empty() {
+                        println!("| {opname} | engine {e} | {} |", fmt_time(median(t)));
+                    }
+                }
                 continue;
             }
             let m: Vec<f64> = (0..3).map(|e| median(&mut times[oi][e])).collect();

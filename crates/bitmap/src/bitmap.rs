@@ -169,6 +169,12 @@ impl Bitmap {
     #[inline]
     pub fn contains(&self, v: u32) -> bool {
         let (h, l) = split(v);
+        // Single-container bitmaps (common for small sets) skip the search;
+        // the test is per bitmap, so callers probing one bitmap in a loop
+        // see a perfectly predicted branch.
+        if let ([k], [c]) = (&self.keys[..], &self.containers[..]) {
+            return *k == h && c.contains(l);
+        }
         match self.keys.binary_search(&h) {
             Ok(i) => self.containers[i].contains(l),
             Err(_) => false,
@@ -350,7 +356,9 @@ impl Bitmap {
         out
     }
 
-    /// Decodes and validates [`Bitmap::to_bytes`]'s format.
+    /// Decodes and validates [`Bitmap::to_bytes`]'s format. Containers that
+    /// are format-valid but break the kind rules (`docs/format.md`) are
+    /// accepted and normalized, so the result always passes [`Bitmap::validate`].
     ///
     /// # Errors
     /// Any [`FormatError`]: truncation, trailing bytes, bad containers, keys not ascending.
@@ -384,13 +392,16 @@ impl Bitmap {
                     got: bytes.len(),
                 });
             }
-            let c = ContainerBuf::from_bytes(&bytes[at..at + len])?;
+            let mut c = ContainerBuf::from_bytes(&bytes[at..at + len])?;
             if c.is_empty() {
                 return Err(FormatError::BadCardinality {
                     kind: c.kind(),
                     card: 0,
                 });
             }
+            // Format-valid bytes may break the kind rules (a run container
+            // no smaller than its plain form): decode to the normalized form.
+            c.normalize();
             pairs.push((key, c));
             at += len;
         }
@@ -410,7 +421,7 @@ impl Bitmap {
         other: &Self,
         keep_left: bool,
         keep_right: bool,
-        f: impl Fn(ContainerRef<'_>, ContainerRef<'_>) -> ContainerBuf,
+        f: impl Fn(ContainerRef<'_>, ContainerRef<'_>) -> Option<ContainerBuf>,
     ) -> Self {
         let mut out = Self::new();
         let (a, b) = (self, other);
@@ -426,8 +437,8 @@ impl Bitmap {
         while i < a.keys.len() && j < b.keys.len() {
             let (ka, kb) = (a.keys[i], b.keys[j]);
             if ka == kb {
-                let c = f(a.containers[i].as_ref(), b.containers[j].as_ref());
-                if !c.is_empty() {
+                if let Some(c) = f(a.containers[i].as_ref(), b.containers[j].as_ref()) {
+                    debug_assert!(!c.is_empty());
                     out.keys.push(ka);
                     out.containers.push(c);
                 }
@@ -539,19 +550,19 @@ impl Bitmap {
 
     /// `self ∩ other`.
     pub fn and(&self, other: &Self) -> Self {
-        self.merge(other, false, false, setops::and)
+        self.merge(other, false, false, setops::and_nonempty)
     }
     /// `self ∪ other`.
     pub fn or(&self, other: &Self) -> Self {
-        self.merge(other, true, true, setops::or)
+        self.merge(other, true, true, |a, b| Some(setops::or(a, b)))
     }
     /// `self ⊕ other`.
     pub fn xor(&self, other: &Self) -> Self {
-        self.merge(other, true, true, setops::xor)
+        self.merge(other, true, true, setops::xor_nonempty)
     }
     /// `self \ other`.
     pub fn andnot(&self, other: &Self) -> Self {
-        self.merge(other, true, false, setops::andnot)
+        self.merge(other, true, false, setops::andnot_nonempty)
     }
     /// `self ∩= other`.
     pub fn and_in_place(&mut self, other: &Self) {

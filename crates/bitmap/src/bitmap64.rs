@@ -106,6 +106,54 @@ impl Bitmap64 {
         }
     }
 
+    /// Removes every value in `start..=end` (nothing when `start > end`).
+    ///
+    /// Visits only the buckets that exist in the range, so the cost is
+    /// bounded by the bitmap's size, not the range's width.
+    pub fn remove_range(&mut self, start: u64, end: u64) {
+        if start > end {
+            return;
+        }
+        let (sh, sl) = split(start);
+        let (eh, el) = split(end);
+        let keys: Vec<u32> = self.buckets.range(sh..=eh).map(|(k, _)| *k).collect();
+        for h in keys {
+            let lo = if h == sh { sl } else { 0 };
+            let hi = if h == eh { el } else { u32::MAX };
+            if lo == 0 && hi == u32::MAX {
+                self.buckets.remove(&h);
+                continue;
+            }
+            let b = self.buckets.get_mut(&h).expect("key listed above");
+            b.remove_range(lo, hi);
+            if b.is_empty() {
+                self.buckets.remove(&h);
+            }
+        }
+    }
+
+    /// Inverts every value in `start..=end` (nothing when `start > end`).
+    ///
+    /// Visits every high-32-bit bucket the range spans (absent ones become
+    /// full where the range covers them), so time and memory grow with the
+    /// number of buckets spanned: callers bound the range width.
+    pub fn flip_range(&mut self, start: u64, end: u64) {
+        if start > end {
+            return;
+        }
+        let (sh, sl) = split(start);
+        let (eh, el) = split(end);
+        for h in sh..=eh {
+            let lo = if h == sh { sl } else { 0 };
+            let hi = if h == eh { el } else { u32::MAX };
+            let b = self.buckets.entry(h).or_default();
+            b.flip_range(lo, hi);
+            if b.is_empty() {
+                self.buckets.remove(&h);
+            }
+        }
+    }
+
     /// Smallest value.
     pub fn min(&self) -> Option<u64> {
         let (h, b) = self.buckets.iter().next()?;
@@ -288,5 +336,90 @@ mod tests {
             x.optimize();
             check(&x, &mx);
         }
+
+        #[test]
+        fn range_edits_match_model(a in values(), edits in prop::collection::vec((0u8..3, range_endpoints()), 1..6)) {
+            let (mut x, mut mx) = (Bitmap64::from_unsorted(&a), a.iter().copied().collect::<BTreeSet<u64>>());
+            for (op, (s, e)) in edits {
+                match op {
+                    0 => {
+                        x.add_range(s, e);
+                        if s <= e { mx.extend(s..=e); }
+                    }
+                    1 => {
+                        x.remove_range(s, e);
+                        if s <= e {
+                            let gone: Vec<u64> = mx.range(s..=e).copied().collect();
+                            for g in gone { mx.remove(&g); }
+                        }
+                    }
+                    _ => {
+                        x.flip_range(s, e);
+                        if s <= e {
+                            for v in s..=e {
+                                if !mx.remove(&v) { mx.insert(v); }
+                            }
+                        }
+                    }
+                }
+                check(&x, &mx);
+                if s <= e {
+                    prop_assert_eq!(x.rank(e) - if s == 0 { 0 } else { x.rank(s - 1) }, mx.range(s..=e).count() as u64);
+                }
+            }
+        }
+    }
+
+    /// Range endpoints the model can enumerate (at most ~70,000 values wide):
+    /// around 2^32 bucket boundaries, at the top of the space, at 0, and
+    /// empty ranges (start > end).
+    fn range_endpoints() -> impl Strategy<Value = (u64, u64)> {
+        let boundary = (0u64..4, 0u64..70_000, 0u64..70_000).prop_map(|(h, below, len)| {
+            let s = (h << 32).saturating_sub(below);
+            (s, s + len)
+        });
+        let top = (0u64..70_000).prop_map(|len| (u64::MAX - len, u64::MAX));
+        let top_inner =
+            (0u64..70_000, 0u64..70_000).prop_map(|(a, b)| (u64::MAX - a - b, u64::MAX - b));
+        let bottom = (0u64..70_000).prop_map(|len| (0, len));
+        let empty = (1u64..1000, any::<u64>()).prop_map(|(d, s)| (s.max(d), s.max(d) - d));
+        prop_oneof![boundary, top, top_inner, bottom, empty]
+    }
+
+    #[test]
+    fn whole_buckets_range_edits() {
+        // Spans too wide for the model: whole 2^32 buckets, at both ends of the space.
+        let mut x = Bitmap64::from_unsorted(&[5, (7u64 << 32) + 9, u64::MAX]);
+        x.flip_range(u64::MAX - (1u64 << 32) + 1, u64::MAX);
+        assert_eq!(x.len(), 3 + (1u64 << 32) - 2);
+        assert!(!x.contains(u64::MAX));
+        assert!(x.contains(u64::MAX - 1));
+        assert!(x.contains(u64::MAX - (1u64 << 32) + 1));
+        x.validate().unwrap();
+        x.flip_range(u64::MAX - (1u64 << 32) + 1, u64::MAX);
+        assert_eq!(
+            x.iter().collect::<Vec<_>>(),
+            vec![5, (7u64 << 32) + 9, u64::MAX]
+        );
+        x.flip_range((1u64 << 32) - 1, (2u64 << 32) + 1);
+        assert_eq!(x.len(), 3 + (1u64 << 32) + 3);
+        x.remove_range(1u64 << 32, (2u64 << 32) - 1);
+        assert_eq!(
+            x.iter().collect::<Vec<_>>(),
+            vec![
+                5,
+                (1u64 << 32) - 1,
+                2u64 << 32,
+                (2u64 << 32) + 1,
+                (7u64 << 32) + 9,
+                u64::MAX
+            ]
+        );
+        x.remove_range(0, u64::MAX);
+        assert!(x.is_empty());
+        x.validate().unwrap();
+        x.remove_range(u64::MAX, 0);
+        x.flip_range(u64::MAX, 0);
+        assert!(x.is_empty());
     }
 }

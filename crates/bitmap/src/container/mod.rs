@@ -398,7 +398,9 @@ impl ContainerBuf {
         self.as_ref().stat_bytes()
     }
 
-    /// Decodes and validates `bytes` into an owned container (any alignment).
+    /// Decodes and validates `bytes` into an owned container (any alignment),
+    /// byte for byte: format-valid bytes that break the kind rules stay as
+    /// they are until [`Self::normalize`].
     ///
     /// # Errors
     /// Any [`FormatError`](crate::FormatError) of [`ContainerView::parse`](crate::ContainerView::parse).
@@ -484,32 +486,52 @@ impl ContainerBuf {
         self.words[0] = header_word(Kind::Array, n as u32);
     }
 
-    /// Builds an array container through a per-thread scratch buffer: `f`
-    /// writes up to `cap` ascending values into the slice it gets and returns
-    /// how many; only those are copied into the new container, so a small
-    /// result of a large-capacity merge costs a small allocation and no zeroing.
+    /// Builds an array container: `f` writes up to `cap` ascending values
+    /// into the slice it gets and returns how many. `f` writes into a stack
+    /// buffer (small `cap`) or a per-thread scratch buffer, and only the
+    /// values written are copied into the new container, so a small result
+    /// of a large-capacity merge costs a small allocation and no zeroing.
+    /// Empty results are [`ContainerBuf::new`].
     pub(crate) fn build_array(cap: usize, f: impl FnOnce(&mut [u16]) -> usize) -> Self {
+        Self::try_build_array(cap, f).unwrap_or_default()
+    }
+
+    /// [`Self::build_array`], but `None` for an empty result, which then
+    /// allocates nothing (pairwise merges drop empty results).
+    pub(crate) fn try_build_array(cap: usize, f: impl FnOnce(&mut [u16]) -> usize) -> Option<Self> {
+        const STACK: usize = 64;
         const SCRATCH_WORDS: usize = (2 * ARRAY_MAX).div_ceil(4) + 4;
         thread_local! {
             static SCRATCH: core::cell::RefCell<Vec<u64>> = core::cell::RefCell::new(vec![0u64; SCRATCH_WORDS]);
         }
+        /// The first `n` values of `s` as an array container.
+        fn copy_out(s: &[u64], n: usize) -> Option<ContainerBuf> {
+            if n == 0 {
+                return None;
+            }
+            let full = n / 4;
+            let mut words = Vec::with_capacity(1 + n.div_ceil(4));
+            words.push(header_word(Kind::Array, n as u32));
+            words.extend_from_slice(&s[..full]);
+            if !n.is_multiple_of(4) {
+                words.push(s[full] & ((1u64 << (16 * (n % 4))) - 1));
+            }
+            Some(ContainerBuf { words })
+        }
+        // Up to 8 lanes of slack past `cap` let vector kernels store whole vectors.
+        if cap <= STACK {
+            let mut s = [0u64; (STACK + 8) / 4];
+            let n = f(&mut bytemuck::cast_slice_mut::<u64, u16>(&mut s[..])[..cap + 8]);
+            return copy_out(&s, n);
+        }
         let mut f = Some(f);
-        // Small outputs: zeroing is cheaper than the thread-local round trip.
-        if cap > 64 && cap <= SCRATCH_WORDS * 4 {
+        if cap <= SCRATCH_WORDS * 4 {
             let built = SCRATCH.with(|s| {
                 let mut s = s.try_borrow_mut().ok()?;
                 let g = f.take()?;
-                // Up to 8 lanes of slack past `cap` let vector kernels store whole vectors.
                 let room = (cap + 8).min(SCRATCH_WORDS * 4);
                 let n = g(&mut bytemuck::cast_slice_mut::<u64, u16>(&mut s[..])[..room]);
-                let full = n / 4;
-                let mut words = Vec::with_capacity(1 + n.div_ceil(4));
-                words.push(header_word(Kind::Array, n as u32));
-                words.extend_from_slice(&s[..full]);
-                if n % 4 != 0 {
-                    words.push(s[full] & ((1u64 << (16 * (n % 4))) - 1));
-                }
-                Some(ContainerBuf { words })
+                Some(copy_out(&s, n))
             });
             if let Some(c) = built {
                 return c;
@@ -519,7 +541,7 @@ impl ContainerBuf {
         let mut out = Self::array_with_capacity(cap);
         let n = g(out.array_spare_mut());
         out.set_array_len(n);
-        out
+        (n > 0).then_some(out)
     }
 
     /// Grows the array capacity to at least `cap` values.

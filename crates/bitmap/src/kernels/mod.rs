@@ -154,6 +154,15 @@ mod tests {
                 v.push((0..universe).filter(|_| rng.below(keep) == 0).collect());
             }
         }
+        // Short lists and lists holding 0 (the implicit-length compare's blind spot).
+        for n in [1usize, 2, 3, 9, 13, 24, 31] {
+            let s = lows_of_size(n, 1000 + n as u64);
+            let mut z = vec![0u16];
+            z.extend(s.iter().copied().filter(|&x| x != 0));
+            v.push(z);
+            v.push((0..n as u16).collect());
+            v.push((0..n as u16).map(|i| i * 3 + 1).collect());
+        }
         for c in [1, 5, 50] {
             seed += 1;
             let r = lows_of_runs(c, 40, seed);

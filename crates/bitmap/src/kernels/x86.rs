@@ -346,13 +346,14 @@ const PACK: [[u8; 16]; 256] = {
     t
 };
 
-/// Bit i set when lane i of `va` occurs anywhere in `vb` (SSE4.2 explicit-length
-/// string compare: unsigned words, equal-any, bit mask; zero lanes are ordinary values).
+/// Bit i set when lane i of `va` occurs anywhere in `vb` (SSE4.2 implicit-length
+/// string compare: unsigned words, equal-any, bit mask). A zero lane ends the
+/// implicit string, so callers pass only blocks without the value 0 (sorted
+/// distinct arrays hold 0 only first; [`strip_zero`] takes it off).
 #[inline]
 #[target_feature(enable = "avx2")]
 fn match_mask(va: __m128i, vb: __m128i) -> u32 {
-    let m =
-        _mm_cmpestrm::<{ _SIDD_UWORD_OPS | _SIDD_CMP_EQUAL_ANY | _SIDD_BIT_MASK }>(vb, 8, va, 8);
+    let m = _mm_cmpistrm::<{ _SIDD_UWORD_OPS | _SIDD_CMP_EQUAL_ANY | _SIDD_BIT_MASK }>(vb, va);
     _mm_cvtsi128_si32(m) as u32 & 0xFF
 }
 
@@ -364,69 +365,116 @@ fn load8(s: &[u16], at: usize) -> __m128i {
     unsafe { _mm_loadu_si128(block.as_ptr().cast()) }
 }
 
-/// Intersects the 8-aligned prefixes block by block; returns the positions reached in `a`
-/// and `b`, having emitted every common value below them through `emit`.
+/// The 8-lane block of `s` (non-empty) starting at `at` (< `s.len()`, a
+/// multiple of 8) and the mask of its lanes that hold values of that block.
+/// The last, partial block is padded with copies of the last value: it stays
+/// sorted, its last lane is the block's largest value, and the padding can
+/// only ever equal a value already in the block.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load_block(s: &[u16], at: usize) -> (__m128i, u32) {
+    if at + 8 <= s.len() {
+        (load8(s, at), 0xFF)
+    } else {
+        let n = s.len() - at;
+        let mut t = [s[s.len() - 1]; 8];
+        t[..n].copy_from_slice(&s[at..]);
+        (load8(&t, 0), (1u32 << n) - 1)
+    }
+}
+
+/// Largest value of the block of `s` starting at `at`.
+#[inline]
+fn block_max(s: &[u16], at: usize) -> u16 {
+    s[(at + 7).min(s.len() - 1)]
+}
+
+/// Takes a leading 0 off both lists (the implicit-length compare cannot see
+/// it); returns the shortened lists and whether each had it.
+#[inline]
+fn strip_zero<'a>(a: &'a [u16], b: &'a [u16]) -> (&'a [u16], &'a [u16], bool, bool) {
+    let za = a.first() == Some(&0);
+    let zb = b.first() == Some(&0);
+    (&a[za as usize..], &b[zb as usize..], za, zb)
+}
+
+/// Walks the blocks of `a` and `b` (both non-empty, no value 0) like a merge:
+/// the block with the smaller largest value moves on, so every pair of
+/// blocks whose value ranges overlap is compared once. Calls `emit(va, m)`
+/// for each compared pair with matches, `m` the matching valid lanes of `va`,
+/// ascending.
 #[inline]
 #[target_feature(enable = "avx2,popcnt")]
-fn intersect_blocks(a: &[u16], b: &[u16], mut emit: impl FnMut(__m128i, u32)) -> (usize, usize) {
-    let (st, bt) = (a.len() & !7, b.len() & !7);
+fn intersect_blocks(a: &[u16], b: &[u16], mut emit: impl FnMut(__m128i, u32)) {
+    let (na, nb) = (a.len(), b.len());
     let (mut i, mut j) = (0, 0);
-    if st == 0 || bt == 0 {
-        return (0, 0);
-    }
-    let mut va = load8(a, 0);
-    let mut vb = load8(b, 0);
+    let (mut va, mut valid) = load_block(a, 0);
+    let (mut vb, _) = load_block(b, 0);
+    let (mut amax, mut bmax) = (block_max(a, 0), block_max(b, 0));
     loop {
-        let m = match_mask(va, vb);
+        let m = match_mask(va, vb) & valid;
         if m != 0 {
             emit(va, m);
         }
-        let (amax, bmax) = (a[i + 7], b[j + 7]);
-        if amax <= bmax {
+        let (a_next, b_next) = (amax <= bmax, bmax <= amax);
+        if a_next {
             i += 8;
-            if i == st {
-                break;
+            if i >= na {
+                return;
             }
-            va = load8(a, i);
+            (va, valid) = load_block(a, i);
+            amax = block_max(a, i);
         }
-        if bmax <= amax {
+        if b_next {
             j += 8;
-            if j == bt {
-                break;
+            if j >= nb {
+                return;
             }
-            vb = load8(b, j);
+            vb = load_block(b, j).0;
+            bmax = block_max(b, j);
         }
     }
-    (i, j)
 }
 
-/// Sorted-array intersection: 8×8 all-pairs blocks, then a scalar merge of the tails.
-///
-/// Blocks advance like a merge (the block with the smaller last value moves on),
-/// so every match between the 8-aligned prefixes is found, in ascending order.
-/// When one side's prefix is exhausted, every remaining match lies between its
-/// unaligned tail and the other side from its current block on, and is larger
-/// than anything emitted, so the tail merge needs no de-duplication.
+/// True when the block walk loses to galloping through the larger list.
+#[inline]
+fn too_skewed(a: &[u16], b: &[u16]) -> bool {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    large.len() / small.len().max(1) >= 32
+}
+
+/// Sorted-array intersection: 8×8 all-pairs blocks (the partial last blocks
+/// padded, see [`load_block`]), so no scalar tail merge is left.
 #[target_feature(enable = "avx2,popcnt")]
 fn and_array_array_sse(a: &[u16], b: &[u16], out: &mut [u16]) -> usize {
-    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    if small.len() < 8 || large.len() / small.len() >= 32 {
+    if too_skewed(a, b) {
         return scalar::and_array_array(a, b, out);
     }
+    let (a, b, za, zb) = strip_zero(a, b);
     let mut k = 0;
-    let (i, j) = intersect_blocks(a, b, |va, m| k += emit_lanes(va, m, out, k));
-    k + scalar::and_array_array(&a[i..], &b[j..], &mut out[k..])
+    if za && zb {
+        out[0] = 0;
+        k = 1;
+    }
+    if a.is_empty() || b.is_empty() {
+        return k;
+    }
+    intersect_blocks(a, b, |va, m| k += emit_lanes(va, m, out, k));
+    k
 }
 
 #[target_feature(enable = "avx2,popcnt")]
 fn and_array_array_len_sse(a: &[u16], b: &[u16]) -> usize {
-    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    if small.len() < 8 || large.len() / small.len() >= 32 {
+    if too_skewed(a, b) {
         return scalar::and_array_array_len(a, b);
     }
-    let mut k = 0usize;
-    let (i, j) = intersect_blocks(a, b, |_, m| k += m.count_ones() as usize);
-    k + scalar::and_array_array_len(&a[i..], &b[j..])
+    let (a, b, za, zb) = strip_zero(a, b);
+    let mut k = (za && zb) as usize;
+    if a.is_empty() || b.is_empty() {
+        return k;
+    }
+    intersect_blocks(a, b, |_, m| k += m.count_ones() as usize);
+    k
 }
 
 /// Writes the lanes of `v` selected by the 8-bit `keep` mask to `out[k..]`; returns how many.
@@ -451,41 +499,53 @@ fn emit_lanes(v: __m128i, keep: u32, out: &mut [u16], k: usize) -> usize {
 }
 
 /// Sorted-array difference `a \ b`: the intersection's block walk, keeping for
-/// each block of `a` the lanes no overlapping block of `b` matched. A block of
-/// `a` is final once a block of `b` reaches its last value; the unaligned
-/// tails finish in scalar code.
+/// each block of `a` the valid lanes no overlapping block of `b` matched. A
+/// block of `a` is final once a block of `b` reaches its largest value; when
+/// `b` runs out, the current block's unmatched lanes and the rest of `a` are kept.
 #[target_feature(enable = "avx2,popcnt")]
 fn andnot_array_array_sse(a: &[u16], b: &[u16], out: &mut [u16]) -> usize {
-    let (na, nb) = (a.len(), b.len());
-    if na < 8 || nb < 8 || scalar::skewed(a, b) {
+    if scalar::skewed(a, b) {
         return scalar::andnot_array_array(a, b, out);
     }
-    let (st, bt) = (na & !7, nb & !7);
-    let (mut i, mut j, mut k) = (0, 0, 0);
-    let mut va = load8(a, 0);
-    let mut vb = load8(b, 0);
+    let (a, b, za, zb) = strip_zero(a, b);
+    let mut k = 0;
+    if za && !zb {
+        out[0] = 0;
+        k = 1;
+    }
+    let (na, nb) = (a.len(), b.len());
+    if na == 0 || nb == 0 {
+        out[k..k + na].copy_from_slice(a);
+        return k + na;
+    }
+    let (mut i, mut j) = (0, 0);
+    let (mut va, mut valid) = load_block(a, 0);
+    let (mut vb, _) = load_block(b, 0);
+    let (mut amax, mut bmax) = (block_max(a, 0), block_max(b, 0));
     let mut matched = 0u32;
     loop {
         matched |= match_mask(va, vb);
-        let (amax, bmax) = (a[i + 7], b[j + 7]);
-        if amax <= bmax {
-            k += emit_lanes(va, !matched & 0xFF, out, k);
+        let (a_next, b_next) = (amax <= bmax, bmax <= amax);
+        if a_next {
+            k += emit_lanes(va, !matched & valid, out, k);
             matched = 0;
             i += 8;
-            if i == st {
-                return k + scalar::andnot_array_array(&a[st..], &b[j..], &mut out[k..]);
+            if i >= na {
+                return k;
             }
-            va = load8(a, i);
+            (va, valid) = load_block(a, i);
+            amax = block_max(a, i);
         }
-        if bmax <= amax {
+        if b_next {
             j += 8;
-            if j == bt {
-                let mut rest = [0u16; 8];
-                let n = emit_lanes(va, !matched & 0xFF, &mut rest, 0);
-                k += scalar::andnot_array_array(&rest[..n], &b[bt..], &mut out[k..]);
-                return k + scalar::andnot_array_array(&a[i + 8..], &b[bt..], &mut out[k..]);
+            if j >= nb {
+                k += emit_lanes(va, !matched & valid, out, k);
+                let rest = &a[(i + 8).min(na)..];
+                out[k..k + rest.len()].copy_from_slice(rest);
+                return k + rest.len();
             }
-            vb = load8(b, j);
+            vb = load_block(b, j).0;
+            bmax = block_max(b, j);
         }
     }
 }

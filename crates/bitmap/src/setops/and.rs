@@ -8,7 +8,11 @@ use crate::setops::sink::{AnyHit, Count, Materialize, Sink};
 type Words = [u64; BITSET_WORDS];
 
 pub fn and_array_array(a: &[u16], b: &[u16]) -> ContainerBuf {
-    ContainerBuf::build_array(a.len().min(b.len()), |out| {
+    and_array_array_opt(a, b).unwrap_or_default()
+}
+
+fn and_array_array_opt(a: &[u16], b: &[u16]) -> Option<ContainerBuf> {
+    ContainerBuf::try_build_array(a.len().min(b.len()), |out| {
         (kernels::get().and_array_array)(a, b, out)
     })
 }
@@ -25,7 +29,11 @@ fn array_bitset_into<S: Sink>(a: &[u16], w: &Words, sink: &mut S) {
 }
 
 pub fn and_array_bitset(a: &[u16], w: &Words) -> ContainerBuf {
-    ContainerBuf::build_array(a.len(), |s| {
+    and_array_bitset_opt(a, w).unwrap_or_default()
+}
+
+fn and_array_bitset_opt(a: &[u16], w: &Words) -> Option<ContainerBuf> {
+    ContainerBuf::try_build_array(a.len(), |s| {
         let mut k = 0;
         for &v in a {
             s[k] = v;
@@ -54,7 +62,11 @@ fn array_run_into<S: Sink>(a: &[u16], runs: &[[u16; 2]], sink: &mut S) {
 }
 
 pub fn and_array_run(a: &[u16], runs: &[[u16; 2]]) -> ContainerBuf {
-    ContainerBuf::build_array(a.len(), |out| {
+    and_array_run_opt(a, runs).unwrap_or_default()
+}
+
+fn and_array_run_opt(a: &[u16], runs: &[[u16; 2]]) -> Option<ContainerBuf> {
+    ContainerBuf::try_build_array(a.len(), |out| {
         let mut s = Materialize { out, len: 0 };
         array_run_into(a, runs, &mut s);
         s.len
@@ -117,7 +129,16 @@ pub fn and_run_bitset(runs: &[[u16; 2]], w: &Words) -> ContainerBuf {
 pub fn and_bitset_bitset(a: &Words, b: &Words) -> ContainerBuf {
     let k = kernels::get();
     let card = (k.and_bitset_bitset_len)(a, b);
-    if card as usize <= ARRAY_MAX {
+    if card as usize <= ARRAY_MAX && card >= 1024 {
+        // Dense enough for the vector bitset-to-array kernel: AND into a
+        // scratch bitset first, then convert.
+        let mut out = ContainerBuf::array_with_capacity(card as usize);
+        let mut tmp = [0u64; BITSET_WORDS];
+        (k.and_bitset_bitset)(a, b, &mut tmp);
+        let n = (k.bitset_to_array)(&tmp, out.array_spare_mut());
+        out.set_array_len(n);
+        out
+    } else if card as usize <= ARRAY_MAX {
         let mut out = ContainerBuf::array_with_capacity(card as usize);
         let s = out.array_spare_mut();
         let mut n = 0;
@@ -208,6 +229,19 @@ pub fn and(a: ContainerRef<'_>, b: ContainerRef<'_>) -> ContainerBuf {
             and_run_bitset(runs, words)
         }
         (Bitset { words: x, .. }, Bitset { words: y, .. }) => and_bitset_bitset(x, y),
+    }
+}
+
+/// `a ∩ b`, normalized, or `None` when empty (array results then allocate nothing).
+pub fn and_nonempty(a: ContainerRef<'_>, b: ContainerRef<'_>) -> Option<ContainerBuf> {
+    use ContainerRef::*;
+    match (a, b) {
+        (Array(x), Array(y)) => and_array_array_opt(x, y),
+        (Array(x), Run { runs, .. }) | (Run { runs, .. }, Array(x)) => and_array_run_opt(x, runs),
+        (Array(x), Bitset { words, .. }) | (Bitset { words, .. }, Array(x)) => {
+            and_array_bitset_opt(x, words)
+        }
+        _ => Some(and(a, b)).filter(|c| !c.is_empty()),
     }
 }
 

@@ -7,13 +7,21 @@ use crate::kernels;
 type Words = [u64; BITSET_WORDS];
 
 pub fn andnot_array_array(a: &[u16], b: &[u16]) -> ContainerBuf {
-    ContainerBuf::build_array(a.len(), |out| {
+    andnot_array_array_opt(a, b).unwrap_or_default()
+}
+
+fn andnot_array_array_opt(a: &[u16], b: &[u16]) -> Option<ContainerBuf> {
+    ContainerBuf::try_build_array(a.len(), |out| {
         (kernels::get().andnot_array_array)(a, b, out)
     })
 }
 
 pub fn andnot_array_bitset(a: &[u16], w: &Words) -> ContainerBuf {
-    ContainerBuf::build_array(a.len(), |s| {
+    andnot_array_bitset_opt(a, w).unwrap_or_default()
+}
+
+fn andnot_array_bitset_opt(a: &[u16], w: &Words) -> Option<ContainerBuf> {
+    ContainerBuf::try_build_array(a.len(), |s| {
         let mut k = 0;
         for &v in a {
             s[k] = v;
@@ -24,7 +32,11 @@ pub fn andnot_array_bitset(a: &[u16], w: &Words) -> ContainerBuf {
 }
 
 pub fn andnot_array_run(a: &[u16], runs: &[[u16; 2]]) -> ContainerBuf {
-    ContainerBuf::build_array(a.len(), |s| {
+    andnot_array_run_opt(a, runs).unwrap_or_default()
+}
+
+fn andnot_array_run_opt(a: &[u16], runs: &[[u16; 2]]) -> Option<ContainerBuf> {
+    ContainerBuf::try_build_array(a.len(), |s| {
         let (mut j, mut k) = (0, 0);
         for &v in a {
             while j < runs.len() && run::end(runs[j]) < v {
@@ -99,6 +111,17 @@ pub fn andnot(a: ContainerRef<'_>, b: ContainerRef<'_>) -> ContainerBuf {
         (Bitset { words, card }, Array(y)) => andnot_bitset_array(words, card, y),
         (Bitset { words, card }, Run { runs, .. }) => andnot_bitset_run(words, card, runs),
         (Bitset { words: x, .. }, Bitset { words: y, .. }) => andnot_bitset_bitset(x, y),
+    }
+}
+
+/// `a \ b`, normalized, or `None` when empty (array results then allocate nothing).
+pub fn andnot_nonempty(a: ContainerRef<'_>, b: ContainerRef<'_>) -> Option<ContainerBuf> {
+    use ContainerRef::*;
+    match (a, b) {
+        (Array(x), Array(y)) => andnot_array_array_opt(x, y),
+        (Array(x), Run { runs, .. }) => andnot_array_run_opt(x, runs),
+        (Array(x), Bitset { words, .. }) => andnot_array_bitset_opt(x, words),
+        _ => Some(andnot(a, b)).filter(|c| !c.is_empty()),
     }
 }
 

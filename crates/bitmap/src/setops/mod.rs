@@ -1,7 +1,8 @@
 //! Set operations on containers: one dispatch per operation over the pair of
 //! kinds, with the pair kernels in one file per operation.
 //!
-//! Every producing form returns a normalized [`ContainerBuf`]; `_len` forms
+//! Every producing form returns a normalized [`ContainerBuf`] (`_nonempty`
+//! forms: `None` instead of an empty one, without allocating it); `_len` forms
 //! only count and allocate nothing; `_in_place` forms change the left
 //! operand; `intersects` stops at the first common value.
 
@@ -14,11 +15,11 @@ pub mod or;
 pub mod sink;
 pub mod xor;
 
-pub use and::{and, and_in_place, and_len, intersects};
-pub use andnot::{andnot, andnot_in_place, andnot_len};
+pub use and::{and, and_in_place, and_len, and_nonempty, intersects};
+pub use andnot::{andnot, andnot_in_place, andnot_len, andnot_nonempty};
 pub use multi::{intersection_many, union_many};
 pub use or::{or, or_in_place, or_len};
-pub use xor::{xor, xor_in_place, xor_len};
+pub use xor::{xor, xor_in_place, xor_len, xor_nonempty};
 
 use crate::container::ContainerRef;
 

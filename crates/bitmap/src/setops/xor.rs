@@ -20,11 +20,16 @@ fn flip_bits(a: &[u16], w: &mut Words, card: u32) -> u32 {
     card as u32
 }
 
+/// `a ⊕ b` for arrays of at most 4,096 values together; `None` when empty.
+fn xor_small_arrays(a: &[u16], b: &[u16]) -> Option<ContainerBuf> {
+    ContainerBuf::try_build_array(a.len() + b.len(), |out| {
+        (kernels::get().xor_array_array)(a, b, out)
+    })
+}
+
 pub fn xor_array_array(a: &[u16], b: &[u16]) -> ContainerBuf {
     if a.len() + b.len() <= ARRAY_MAX {
-        return ContainerBuf::build_array(a.len() + b.len(), |out| {
-            (kernels::get().xor_array_array)(a, b, out)
-        });
+        return xor_small_arrays(a, b).unwrap_or_default();
     }
     let mut out = ContainerBuf::from_sorted(a);
     if out.kind() != crate::Kind::Bitset {
@@ -63,6 +68,16 @@ pub fn xor(a: ContainerRef<'_>, b: ContainerRef<'_>) -> ContainerBuf {
         (Bitset { words: x, .. }, Bitset { words: y, .. }) => xor_bitset_bitset(x, y),
         (Run { .. }, _) => xor(a.to_plain().as_ref(), b),
         (_, Run { .. }) => xor(a, b.to_plain().as_ref()),
+    }
+}
+
+/// `a ⊕ b`, normalized, or `None` when empty (array results then allocate nothing).
+pub fn xor_nonempty(a: ContainerRef<'_>, b: ContainerRef<'_>) -> Option<ContainerBuf> {
+    match (a, b) {
+        (ContainerRef::Array(x), ContainerRef::Array(y)) if x.len() + y.len() <= ARRAY_MAX => {
+            xor_small_arrays(x, y)
+        }
+        _ => Some(xor(a, b)).filter(|c| !c.is_empty()),
     }
 }
 
