@@ -346,23 +346,34 @@ impl Txn {
     /// The bytes of container `hi` of a key version: this `Txn`'s own
     /// pending write, else the container cache, else the `Kv` (then
     /// cached). A cached directory without `hi` answers "absent" without a
-    /// `Kv` read.
-    fn bm_get(&self, db: u16, key: &[u8], version: u64, hi: u16) -> Result<Option<Bytes>> {
+    /// `Kv` read. `s`: the version's summary, when the caller has it: on a
+    /// miss a small key is then warmed whole ([`Txn::bm_warm`]), so that
+    /// later reads of absent blocks need no `Kv` read either.
+    fn bm_get(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        hi: u16,
+        s: Option<&BitmapSummary>,
+    ) -> Result<Option<Bytes>> {
         let sub = hi.to_be_bytes();
-        let dk = if self.data_overlay_is_empty() {
-            None
+        let (dk, s) = if self.data_overlay_is_empty() {
+            (None, s)
         } else {
             let dk = keys::data_key(db, key, version, &sub);
             if let Some(v) = self.data_overlay(&dk) {
                 return Ok(v.map(|b| Bytes::Owned(b.to_vec())));
             }
-            Some(dk)
+            // The overlay may hold other blocks of the key: no warming.
+            (Some(dk), None)
         };
-        self.bm_get_stored(db, key, version, hi, dk)
+        self.bm_get_stored(db, key, version, hi, dk, s)
     }
 
     /// As [`Txn::bm_get`] for a key version this `Txn` has not written
-    /// (`dk`: its data key when already built).
+    /// (`dk`: its data key when already built; `warm`: its summary when
+    /// it may be warmed).
     fn bm_get_stored(
         &self,
         db: u16,
@@ -370,6 +381,7 @@ impl Txn {
         version: u64,
         hi: u16,
         dk: Option<Vec<u8>>,
+        warm: Option<&BitmapSummary>,
     ) -> Result<Option<Bytes>> {
         let cc = &self.inner.ccache;
         if !cc.enabled() {
@@ -379,9 +391,16 @@ impl Txn {
         if let Some(b) = cc.container(version, hi) {
             return Ok(Some(Bytes::Shared(b)));
         }
-        if let Some(d) = cc.dir(version) {
+        let dir = match cc.dir(version) {
+            Some(d) => Some(d),
+            None => warm.and_then(|s| self.bm_warm(db, key, version, s)),
+        };
+        if let Some(d) = dir {
             if d.binary_search(&hi).is_err() {
                 return Ok(None);
+            }
+            if let Some(b) = cc.container(version, hi) {
+                return Ok(Some(Bytes::Shared(b)));
             }
         }
         let snap = cc.snapshot();
@@ -396,6 +415,29 @@ impl Txn {
         }
     }
 
+    /// Reads a whole small key version into the container cache (its
+    /// containers and directory) and returns the directory; `None` when
+    /// the key is too big to warm (over 1/64 of the budget or 4,096
+    /// containers), the scan failed, or a racing commit refused the fill.
+    /// The caller guarantees this `Txn` has no pending writes to the key.
+    fn bm_warm(&self, db: u16, key: &[u8], version: u64, s: &BitmapSummary) -> Option<Arc<[u16]>> {
+        let cc = &self.inner.ccache;
+        if s.containers > 4096 || key_bytes(s) > cc.capacity() / 64 {
+            return None;
+        }
+        let scan = FillScan {
+            inner: self.data_iter(db, key, version, None, false),
+            cache: cc,
+            version,
+            snap: cc.snapshot(),
+            dir: Some(Vec::new()),
+        };
+        for e in scan {
+            e.ok()?;
+        }
+        cc.dir(version)
+    }
+
     /// The container of block `hi` of a key version, owned.
     fn bm_container(
         &self,
@@ -403,8 +445,9 @@ impl Txn {
         key: &[u8],
         version: u64,
         hi: u16,
+        s: Option<&BitmapSummary>,
     ) -> Result<Option<ContainerBuf>> {
-        match self.bm_get(db, key, version, hi)? {
+        match self.bm_get(db, key, version, hi, s)? {
             Some(b) => Ok(Some(view(&b)?.to_buf())),
             None => Ok(None),
         }
@@ -438,7 +481,10 @@ impl Txn {
             && (self.data_overlay_is_empty()
                 || !self.data_overlay_has_prefix(&keys::data_prefix(db, key, version)));
         if clean {
-            if let Some(d) = cc.dir(version) {
+            if let Some(d) = cc
+                .dir(version)
+                .or_else(|| self.bm_warm(db, key, version, s))
+            {
                 let blocks: Vec<u16> = if reverse {
                     let end = d.partition_point(|&b| b <= from);
                     d[..end].iter().rev().copied().collect()
@@ -448,7 +494,7 @@ impl Txn {
                 };
                 let key = key.to_vec();
                 let it: EntryIter<'_> = Box::new(blocks.into_iter().map(move |hi| {
-                    match self.bm_get_stored(db, &key, version, hi, None)? {
+                    match self.bm_get_stored(db, &key, version, hi, None, None)? {
                         Some(b) => Ok((hi, b)),
                         None => Err(StoreError::corrupt(
                             "bitmap container directory names a container that is not stored",
@@ -487,7 +533,7 @@ impl Txn {
             0 => Box::new(std::iter::empty()),
             1 => {
                 let hi = (s.min >> 16) as u16;
-                match self.bm_get(db, key, version, hi) {
+                match self.bm_get(db, key, version, hi, Some(s)) {
                     Ok(Some(v)) => Box::new(std::iter::once(Ok((hi, v)))),
                     Ok(None) => Box::new(std::iter::once(Err(StoreError::corrupt(
                         "bitmap summary names a container that is not stored",
@@ -607,7 +653,7 @@ impl Txn {
         mut f: impl FnMut(u16, &mut ContainerBuf),
     ) -> Result<()> {
         for hi in blocks {
-            let old = self.bm_container(db, key, e.meta.version, hi)?;
+            let old = self.bm_container(db, key, e.meta.version, hi, Some(&e.s))?;
             let mut new = old.clone().unwrap_or_default();
             f(hi, &mut new);
             if old.as_ref() != Some(&new) {
@@ -636,7 +682,7 @@ impl Txn {
             return Ok(false);
         };
         let (hi, lo) = split(off);
-        let old = self.bm_get(db, key, e.meta.version, hi)?;
+        let old = self.bm_get(db, key, e.meta.version, hi, Some(&e.s))?;
         let old = old.as_deref().map(view).transpose()?;
         let old = old.as_ref().map(ContainerView::as_ref);
         let prev = old.is_some_and(|c| c.contains(lo));
@@ -696,7 +742,7 @@ impl Txn {
         while i < sorted.len() {
             let hi = split(sorted[i]).0;
             let j = i + sorted[i..].partition_point(|&v| split(v).0 == hi);
-            let old = self.bm_container(db, key, e.meta.version, hi)?;
+            let old = self.bm_container(db, key, e.meta.version, hi, Some(&e.s))?;
             let mut new = old.clone().unwrap_or_default();
             let mut delta = 0i128;
             for &v in &sorted[i..j] {
@@ -858,11 +904,11 @@ impl Txn {
     /// # Errors
     /// `WrongType`.
     pub fn tr_getbit(&mut self, db: u16, key: &[u8], off: u32) -> Result<bool> {
-        let Some((version, _)) = self.bm_version(db, key)? else {
+        let Some((version, s)) = self.bm_version(db, key)? else {
             return Ok(false);
         };
         let (hi, lo) = split(off);
-        match self.bm_get(db, key, version, hi)? {
+        match self.bm_get(db, key, version, hi, Some(&s))? {
             Some(b) => Ok(view(&b)?.as_ref().contains(lo)),
             None => Ok(false),
         }
@@ -874,7 +920,7 @@ impl Txn {
     /// # Errors
     /// `WrongType`.
     pub fn tr_getbits(&mut self, db: u16, key: &[u8], offs: &[u32]) -> Result<Option<Vec<bool>>> {
-        let Some((version, _)) = self.bm_version(db, key)? else {
+        let Some((version, s)) = self.bm_version(db, key)? else {
             return Ok(None);
         };
         let mut cache: Option<(u16, Option<ContainerBuf>)> = None;
@@ -882,7 +928,7 @@ impl Txn {
         for &off in offs {
             let (hi, lo) = split(off);
             if cache.as_ref().is_none_or(|(h, _)| *h != hi) {
-                cache = Some((hi, self.bm_container(db, key, version, hi)?));
+                cache = Some((hi, self.bm_container(db, key, version, hi, Some(&s))?));
             }
             let hit = cache
                 .as_ref()
