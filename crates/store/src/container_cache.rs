@@ -36,6 +36,22 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// Bytes of padding in front of every cached container: an `Arc<[u8]>`'s
+/// data starts 8-aligned (after its two counters), so with 4 bytes of
+/// padding the container's payload (after its 4-byte header) is 8-aligned
+/// and the checked view borrows a bitset's words instead of copying them.
+/// Cached values are [`padded`]; readers use `&value[PAD..]`.
+pub const PAD: usize = 4;
+
+/// `bytes` as a cached container value: [`PAD`] zero bytes, then `bytes`.
+#[must_use]
+pub fn padded(bytes: &[u8]) -> Arc<[u8]> {
+    let mut v = Vec::with_capacity(PAD + bytes.len());
+    v.extend_from_slice(&[0; PAD]);
+    v.extend_from_slice(bytes);
+    v.into()
+}
+
 /// Number of shards.
 pub const SHARDS: usize = 64;
 
@@ -292,7 +308,8 @@ impl ContainerCache {
         st
     }
 
-    /// Cached bytes of container `block` of key version `version`.
+    /// Cached bytes of container `block` of key version `version`
+    /// ([`padded`]: the container is `&value[PAD..]`).
     #[must_use]
     pub fn container(&self, version: u64, block: u16) -> Option<Arc<[u8]>> {
         if !self.enabled() {
@@ -338,7 +355,8 @@ impl ContainerCache {
     }
 
     /// Caches the stored bytes of a container read from the `Kv` after
-    /// `snap` was taken (refused if a container commit happened since).
+    /// `snap` was taken (refused if a container commit happened since);
+    /// `bytes` is [`padded`].
     pub fn fill_container(&self, version: u64, block: u16, bytes: Arc<[u8]>, snap: Snap) {
         self.fill_id(Id::Container(version, block), Val::Container(bytes), snap);
     }
@@ -367,7 +385,7 @@ impl ContainerCache {
             let id = Id::Container(version, block);
             let cached = self.shards[shard_of(id)].lock().map.contains_key(&id);
             let bytes = match (&new, cached) {
-                (Some(Some(v)), true) => Some(Arc::<[u8]>::from(v.as_slice())),
+                (Some(Some(v)), true) => Some(padded(v)),
                 _ => None,
             };
             let present = match new {
@@ -510,14 +528,14 @@ mod tests {
         // Not applied yet: the cache still shows the stored state.
         assert_eq!(&*c.container(1, 3).unwrap(), &[1u8; 4][..]);
         prep.apply(&c);
-        assert_eq!(&*c.container(1, 3).unwrap(), &[2u8, 2][..]);
+        assert_eq!(&c.container(1, 3).unwrap()[PAD..], &[2u8, 2][..]);
         assert!(c.container(1, 5).is_none(), "absent entries are not added");
         assert_eq!(&*c.dir(1).unwrap(), &[3u16, 5][..]);
         // A failed commit: prepared, never applied.
         let mut p = Pending::default();
         p.record(1, 3, b"a".to_vec());
         drop(c.prepare(p, |_| Some(Some(vec![9]))));
-        assert_eq!(&*c.container(1, 3).unwrap(), &[2u8, 2][..]);
+        assert_eq!(&c.container(1, 3).unwrap()[PAD..], &[2u8, 2][..]);
         // A discarded write (unknown value) drops entry and directory.
         let mut p = Pending::default();
         p.record(1, 3, b"a".to_vec());
