@@ -135,10 +135,20 @@ impl Shard {
     /// Inserts or replaces, then evicts down to `cap` bytes (never the
     /// entry just inserted).
     fn put(&mut self, id: Id, val: Val, cap: usize) {
-        self.remove(id);
         let size = val.bytes();
         if size > cap / 4 {
+            self.remove(id);
             return;
+        }
+        if let Some(&i) = self.map.get(&id) {
+            // Replace in place (a commit updating a cached container).
+            if let Some(s) = self.ring[i].as_mut() {
+                self.bytes = self.bytes - s.val.bytes() + size;
+                s.val = val;
+                s.referenced = true;
+                self.evict_to(cap, Some(i));
+                return;
+            }
         }
         self.bytes += size;
         let slot = Slot {
