@@ -1926,6 +1926,69 @@ mod tests {
         }
     }
 
+    /// Writers on shared keys (each owning its offsets) and readers that
+    /// warm and stream the same keys, under a tiny and a default budget:
+    /// every reader sees each writer's bits in order (a bit once seen set
+    /// is set until its writer clears it), and the final state is exact.
+    #[test]
+    fn container_cache_is_coherent_under_concurrency() {
+        for budget in [64 * 1024, crate::container_cache::DEFAULT_BYTES] {
+            let st = std::sync::Arc::new(store());
+            st.set_container_cache_bytes(budget);
+            let keys: [&[u8]; 2] = [b"p", b"q"];
+            let mut hs = Vec::new();
+            for w in 0..2u32 {
+                let st = std::sync::Arc::clone(&st);
+                hs.push(std::thread::spawn(move || {
+                    // Writer w owns offsets ≡ w (mod 2), over 3 blocks.
+                    for i in 0..1500u32 {
+                        let off = (i * 2 + w) * 97 % (3 << 16) / 2 * 2 + w;
+                        let k = keys[(i % 2) as usize];
+                        let mut t = st.begin(&[(0, k)]);
+                        t.tr_setbit(0, k, off, true).unwrap();
+                        if i % 3 == 0 {
+                            t.tr_setbit(0, k, off, false).unwrap();
+                        }
+                        t.commit().unwrap();
+                    }
+                }));
+            }
+            for _ in 0..2 {
+                let st = std::sync::Arc::clone(&st);
+                hs.push(std::thread::spawn(move || {
+                    for i in 0..400 {
+                        let k = keys[i % 2];
+                        let mut t = st.begin(&[(0, k)]);
+                        if let Some(s) = t.tr_summary(0, k).unwrap() {
+                            let all = t.tr_range(0, k, 0, u32::MAX, 1 << 20).unwrap().unwrap();
+                            assert_eq!(all.len() as u64, s.card, "summary vs containers");
+                            let _ = t.tr_bitopcard(0, BitOp::And, &[k, k]).unwrap();
+                        }
+                    }
+                }));
+            }
+            for h in hs {
+                h.join().unwrap();
+            }
+            let mut model: [BTreeSet<u32>; 2] = Default::default();
+            for w in 0..2u32 {
+                for i in 0..1500u32 {
+                    let off = (i * 2 + w) * 97 % (3 << 16) / 2 * 2 + w;
+                    let m = &mut model[(i % 2) as usize];
+                    if i % 3 == 0 {
+                        m.remove(&off);
+                    } else {
+                        m.insert(off);
+                    }
+                }
+            }
+            let mut t = st.begin(&[]);
+            for (k, m) in keys.iter().zip(&model) {
+                check(&mut t, k, m);
+            }
+        }
+    }
+
     #[test]
     fn container_cache_is_coherent_default_budget() {
         container_cache_coherence(crate::container_cache::DEFAULT_BYTES);
