@@ -430,7 +430,7 @@ impl Txn {
                 return Ok(Some(Bytes::Shared(b)));
             }
         }
-        let snap = cc.snapshot();
+        let snap = cc.snapshot(version);
         let dk = dk.unwrap_or_else(|| keys::data_key(db, key, version, &hi.to_be_bytes()));
         match self.inner.kv.get(Space::Data, &dk)? {
             Some(v) => {
@@ -456,7 +456,7 @@ impl Txn {
             inner: self.data_iter(db, key, version, None, false),
             cache: cc,
             version,
-            snap: cc.snapshot(),
+            snap: cc.snapshot(version),
             dir: Some(Vec::new()),
         };
         for e in scan {
@@ -542,7 +542,7 @@ impl Txn {
                 inner: scan,
                 cache: cc,
                 version,
-                snap: cc.snapshot(),
+                snap: cc.snapshot(version),
                 dir: (from == 0 && !reverse).then(Vec::new),
             })
         } else {

@@ -18,11 +18,12 @@
 //! commit hands them to [`Prepared::apply`], which replaces cached entries
 //! by the new bytes (or drops them) and fixes cached directories. Fills
 //! that race with such a commit are refused: a reader takes
-//! [`ContainerCache::snapshot`] before reading the `Kv` and
-//! [`ContainerCache::fill`] inserts only if no commit applied container
-//! writes since; a commit bumps that counter *before* it touches the
-//! shards, so a fill either sees the bump or lands before the commit's
-//! own update, which then fixes it.
+//! [`ContainerCache::snapshot`] of the version's write counter (one of
+//! 1,024 stripes) before reading the `Kv`, and the fill inserts only if no
+//! commit applied container writes to a version of that stripe since; a
+//! commit bumps the counter *before* it touches the shards, so a fill
+//! either sees the bump or lands before the commit's own update, which
+//! then fixes it.
 //!
 //! Memory: a byte budget (`container-cache-bytes`) split evenly over
 //! [`SHARDS`] mutex-protected shards (a shard per lock, so concurrent
@@ -224,9 +225,20 @@ pub struct ContainerCache {
     shards: Box<[Mutex<Shard>]>,
     /// Total budget in bytes.
     capacity: AtomicU64,
-    /// Bumped by every commit that writes containers, before it updates
-    /// the shards; fills taken before a bump are refused.
-    seq: AtomicU64,
+    /// Write counters by key version ([`SEQS`] stripes): a commit bumps
+    /// the counter of every version it writes containers of before it
+    /// updates the shards; fills of a version taken before a bump of its
+    /// counter are refused. Striped so that commits to other keys rarely
+    /// refuse a fill (a refused whole-key warm-up is scanned again on the
+    /// next miss).
+    seqs: Box<[AtomicU64]>,
+}
+
+/// Number of write counter stripes.
+const SEQS: usize = 1024;
+
+fn seq_of(version: u64) -> usize {
+    (version.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % SEQS
 }
 
 impl Default for ContainerCache {
@@ -235,9 +247,17 @@ impl Default for ContainerCache {
     }
 }
 
-/// A reader's view of the write counter before it read the `Kv`.
+/// A reader's view of a version's write counter before it read the `Kv`.
 #[derive(Clone, Copy, Debug)]
 pub struct Snap(u64);
+
+impl Id {
+    fn version(self) -> u64 {
+        match self {
+            Id::Container(v, _) | Id::Dir(v) => v,
+        }
+    }
+}
 
 fn shard_of(id: Id) -> usize {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -255,7 +275,7 @@ impl ContainerCache {
         ContainerCache {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             capacity: AtomicU64::new(capacity),
-            seq: AtomicU64::new(0),
+            seqs: (0..SEQS).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
@@ -345,10 +365,11 @@ impl ContainerCache {
         }
     }
 
-    /// Taken before reading the `Kv` for a later [`ContainerCache::fill`].
+    /// Taken before reading key version `version` from the `Kv`, for
+    /// later fills of that version.
     #[must_use]
-    pub fn snapshot(&self) -> Snap {
-        Snap(self.seq.load(Ordering::Acquire))
+    pub fn snapshot(&self, version: u64) -> Snap {
+        Snap(self.seqs[seq_of(version)].load(Ordering::Acquire))
     }
 
     fn fill_id(&self, id: Id, val: Val, snap: Snap) {
@@ -358,7 +379,7 @@ impl ContainerCache {
         let cap = self.shard_cap();
         let mut s = self.shards[shard_of(id)].lock();
         // Checked under the shard lock: see the module docs.
-        if self.seq.load(Ordering::Acquire) != snap.0 {
+        if self.seqs[seq_of(id.version())].load(Ordering::Acquire) != snap.0 {
             return;
         }
         s.put(id, val, cap);
@@ -446,7 +467,9 @@ impl Prepared {
             return;
         }
         // Refuse racing fills first (see the module docs).
-        cache.seq.fetch_add(1, Ordering::AcqRel);
+        for (version, ..) in &self.ops {
+            cache.seqs[seq_of(*version)].fetch_add(1, Ordering::AcqRel);
+        }
         let cap = cache.shard_cap();
         for (version, block, bytes, present) in self.ops {
             let id = Id::Container(version, block);
@@ -502,27 +525,31 @@ mod tests {
     #[test]
     fn fill_get_and_refused_racing_fill() {
         let c = ContainerCache::new(1 << 20);
-        let s = c.snapshot();
+        let s = c.snapshot(7);
         c.fill_container(7, 1, bytes(10, 1), s);
         assert_eq!(&*c.container(7, 1).unwrap(), &[1u8; 10][..]);
         assert!(c.container(7, 2).is_none());
         assert!(c.container(8, 1).is_none());
         // A commit between snapshot and fill refuses the fill.
-        let s = c.snapshot();
+        let s = c.snapshot(9);
+        let other = c.snapshot(7);
         let mut p = Pending::default();
         p.record(9, 0, b"dk".to_vec());
         c.prepare(p, |_| Some(Some(vec![5]))).apply(&c);
         c.fill_container(9, 0, bytes(3, 0), s);
         assert!(c.container(9, 0).is_none());
+        // A commit to another version does not refuse its fills.
+        c.fill_container(7, 2, bytes(3, 0), other);
+        assert!(c.container(7, 2).is_some());
         let st = c.stats();
-        assert_eq!(st.entries, 1);
+        assert_eq!(st.entries, 2);
         assert!(st.hits >= 1 && st.misses >= 1);
     }
 
     #[test]
     fn commits_update_cached_entries_and_directories() {
         let c = ContainerCache::new(1 << 20);
-        let s = c.snapshot();
+        let s = c.snapshot(1);
         c.fill_container(1, 3, bytes(4, 1), s);
         c.fill_dir(1, vec![3u16, 9].into(), s);
         // Update of a cached container, new block, deleted block.
@@ -560,7 +587,7 @@ mod tests {
         let c = ContainerCache::new(cap);
         let hot: Vec<u64> = (0..20).collect();
         for v in 0..5000u64 {
-            let s = c.snapshot();
+            let s = c.snapshot(v);
             c.fill_container(v, 0, bytes(100, 0), s);
             for &h in &hot {
                 if v > h {
@@ -574,7 +601,7 @@ mod tests {
         let kept = hot.iter().filter(|&&h| c.container(h, 0).is_some()).count();
         assert!(kept >= 15, "hot entries evicted: kept {kept}");
         // Oversized values are not cached.
-        let s = c.snapshot();
+        let s = c.snapshot(99_999);
         c.fill_container(99_999, 0, bytes(cap as usize, 0), s);
         assert!(c.container(99_999, 0).is_none());
         // Shrinking evicts; 0 disables.
@@ -582,7 +609,7 @@ mod tests {
         assert!(c.stats().bytes <= cap / 2);
         c.set_capacity(0);
         assert_eq!(c.stats().entries, 0);
-        let s = c.snapshot();
+        let s = c.snapshot(1);
         c.fill_container(1, 0, bytes(1, 0), s);
         assert!(c.container(1, 0).is_none());
     }
