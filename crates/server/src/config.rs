@@ -95,6 +95,10 @@ pub struct Config {
     pub maxmemory: u64,
     /// `cache-bytes`: the store's block cache (64 MiB).
     pub cache_bytes: u64,
+    /// `container-cache-bytes`: the in-process cache of hot bitmap
+    /// containers in front of the store (64 MiB; 0 = off; CONFIG SET
+    /// applies it at once, shrinking evicts).
+    pub container_cache_bytes: u64,
     /// `daemonize` (accepted for compatibility; always no).
     pub daemonize: bool,
     /// `appendonly` (accepted for compatibility; the store always logs).
@@ -139,6 +143,7 @@ impl Default for Config {
             hz: 10,
             maxmemory: 0,
             cache_bytes: 64 * 1024 * 1024,
+            container_cache_bytes: roaringd_store::container_cache::DEFAULT_BYTES,
             tr_max_reply_bytes: 512 * 1024 * 1024,
             daemonize: false,
             appendonly: true,
@@ -170,6 +175,7 @@ pub const NAMES: &[&str] = &[
     "hz",
     "maxmemory",
     "cache-bytes",
+    "container-cache-bytes",
     "daemonize",
     "appendonly",
     "save",
@@ -326,6 +332,7 @@ impl Config {
             }
             "maxmemory" => self.maxmemory = memory(one()?)?,
             "cache-bytes" => self.cache_bytes = memory(one()?)?,
+            "container-cache-bytes" => self.container_cache_bytes = memory(one()?)?,
             "daemonize" => self.daemonize = yes_no(one()?)?,
             "appendonly" => self.appendonly = yes_no(one()?)?,
             "protected-mode" => self.protected_mode = yes_no(one()?)?,
@@ -371,6 +378,7 @@ impl Config {
             "hz" => self.hz.to_string(),
             "maxmemory" => self.maxmemory.to_string(),
             "cache-bytes" => self.cache_bytes.to_string(),
+            "container-cache-bytes" => self.container_cache_bytes.to_string(),
             "daemonize" => if self.daemonize { "yes" } else { "no" }.into(),
             "appendonly" => if self.appendonly { "yes" } else { "no" }.into(),
             "protected-mode" => if self.protected_mode { "yes" } else { "no" }.into(),

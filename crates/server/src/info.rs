@@ -169,6 +169,12 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
                 store.keyspace_misses,
                 st.total_error_replies.get(),
             );
+            let cc = server.store.container_cache_stats();
+            let _ = write!(
+                o,
+                "container_cache_bytes:{}\r\ncontainer_cache_capacity:{}\r\ncontainer_cache_entries:{}\r\ncontainer_cache_hits:{}\r\ncontainer_cache_misses:{}\r\ncontainer_cache_evictions:{}\r\n",
+                cc.bytes, cc.capacity, cc.entries, cc.hits, cc.misses, cc.evictions
+            );
         }
         "replication" => {
             let _ = write!(

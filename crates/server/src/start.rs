@@ -67,6 +67,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
             return 1;
         }
     };
+    store.set_container_cache_bytes(config.container_cache_bytes);
     let workers = match config.io_threads {
         0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
         n => n as usize,

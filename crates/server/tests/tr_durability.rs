@@ -96,7 +96,19 @@ fn bitmaps_survive_a_clean_restart() {
 
 #[test]
 fn bitmaps_survive_kill_9_under_appendfsync_always() {
-    let mut s = TestServer::start_with(bin(), &["--appendfsync", "always"]);
+    kill_9_under_always(&[]);
+}
+
+/// The same with a tiny container cache (constant eviction).
+#[test]
+fn bitmaps_survive_kill_9_with_a_tiny_container_cache() {
+    kill_9_under_always(&["--container-cache-bytes", "64kb"]);
+}
+
+fn kill_9_under_always(extra: &[&str]) {
+    let mut args = vec!["--appendfsync", "always"];
+    args.extend_from_slice(extra);
+    let mut s = TestServer::start_with(bin(), &args);
     let before = populate(&mut s.client());
     s.kill();
     s.restart();

@@ -616,8 +616,8 @@ fn check(c: &mut Client, m: &Model, req: &[String], got: &Frame, want: &Frame, c
     }
 }
 
-fn run(seed: u64, steps: usize) {
-    let srv = TestServer::start_with(bin(), &[]);
+fn run(seed: u64, steps: usize, extra: &[&str]) {
+    let srv = TestServer::start_with(bin(), extra);
     let mut c = srv.client();
     assert_eq!(c.call(&["SET", "s", "v"]).unwrap(), ok());
     let mut m = Model::default();
@@ -690,6 +690,17 @@ fn env_or(name: &str, default: usize) -> usize {
 fn tr_commands_match_the_model() {
     let steps = env_or("TR_MODEL_STEPS", 1500);
     for seed in 1..=env_or("TR_MODEL_SEEDS", 4) as u64 {
-        run(seed, steps);
+        run(seed, steps, &[]);
     }
+}
+
+/// The same sequences with a tiny container cache (constant eviction)
+/// and with the cache off.
+#[test]
+fn tr_commands_match_the_model_with_a_tiny_or_no_container_cache() {
+    let steps = env_or("TR_MODEL_STEPS", 1500);
+    for seed in 1..=env_or("TR_MODEL_SEEDS", 4) as u64 {
+        run(seed + 100, steps, &["--container-cache-bytes", "64kb"]);
+    }
+    run(7, steps, &["--container-cache-bytes", "0"]);
 }

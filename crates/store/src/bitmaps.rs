@@ -22,11 +22,17 @@
 //! values written by whole-value replacements carry no TTL (open point 14).
 
 use std::iter::Peekable;
+use std::sync::Arc;
 
+use roaringd_bitmap::codec::BITSET_WORDS;
+use roaringd_bitmap::kernels;
 use roaringd_bitmap::setops;
 use roaringd_bitmap::{Bitmap, ContainerBuf, ContainerRef, ContainerView, Kind as CKind};
 
+use crate::container_cache::{padded, ContainerCache, Snap, PAD};
 use crate::error::{Result, StoreError};
+use crate::keys;
+use crate::kv::Space;
 use crate::meta::{BitmapSummary, KeyMeta, Kind, Summary};
 use crate::txn::Txn;
 
@@ -103,6 +109,32 @@ const INDEX_BIT_MASKS: [u64; 6] = [
     0xFFFF_FFFF_0000_0000,
 ];
 
+/// Whole-bitset masks for [`low_sum`]: mask `b` selects the bits whose
+/// low offset has bit `b` set (b < 6: a pattern within each word; b >= 6:
+/// the words whose index has bit `b - 6` set). 128 KiB, built at compile
+/// time.
+static SUM_MASKS: [[u64; BITSET_WORDS]; 16] = sum_masks();
+
+const fn sum_masks() -> [[u64; BITSET_WORDS]; 16] {
+    let mut m = [[0u64; BITSET_WORDS]; 16];
+    let mut b = 0;
+    while b < 16 {
+        let mut i = 0;
+        while i < BITSET_WORDS {
+            m[b][i] = if b < 6 {
+                INDEX_BIT_MASKS[b]
+            } else if (i >> (b - 6)) & 1 == 1 {
+                u64::MAX
+            } else {
+                0
+            };
+            i += 1;
+        }
+        b += 1;
+    }
+    m
+}
+
 /// Sum of the low 16-bit parts of a container's values, without visiting
 /// values one by one (runs: arithmetic series; bitsets: popcounts).
 fn low_sum(r: ContainerRef<'_>) -> u64 {
@@ -115,19 +147,17 @@ fn low_sum(r: ContainerRef<'_>) -> u64 {
             })
             .sum(),
         ContainerRef::Array(a) => a.iter().map(|&v| u64::from(v)).sum(),
-        ContainerRef::Bitset { words, .. } => words
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| **w != 0)
-            .map(|(i, &w)| {
-                let within: u64 = INDEX_BIT_MASKS
-                    .iter()
-                    .enumerate()
-                    .map(|(b, m)| u64::from((w & m).count_ones()) << b)
-                    .sum();
-                u64::from(w.count_ones()) * 64 * i as u64 + within
-            })
-            .sum(),
+        // sum = Σ_b 2^b · |{set bits whose low offset has bit b}|: 16
+        // vector AND-popcounts (the engine's kernels) instead of 7
+        // scalar popcounts per word.
+        ContainerRef::Bitset { words, .. } => {
+            let and_len = kernels::get().and_bitset_bitset_len;
+            SUM_MASKS
+                .iter()
+                .enumerate()
+                .map(|(b, m)| u64::from(and_len(words, m)) << b)
+                .sum()
+        }
     }
 }
 
@@ -194,17 +224,37 @@ fn summary_of_bitmap(b: &Bitmap) -> BitmapSummary {
     s
 }
 
+/// Container bytes as read: owned (from this `Txn`'s overlay or a `Kv`
+/// read that was not cached) or shared with the container cache (a
+/// [`padded`] value). Either way the same serialized bytes, parsed
+/// through [`view`] before use.
+#[derive(Clone, Debug)]
+enum Bytes {
+    Owned(Vec<u8>),
+    Shared(Arc<[u8]>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Shared(a) => &a[PAD..],
+        }
+    }
+}
+
 /// A peekable stream of one source's `(block, container bytes)` entries.
 type Stream<'a> = Peekable<EntryIter<'a>>;
 
-/// A boxed iterator over `(subkey, value)` entries.
-type EntryIter<'a> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + 'a>;
+/// A boxed iterator over `(block, container bytes)` entries.
+type EntryIter<'a> = Box<dyn Iterator<Item = Result<(u16, Bytes)>> + Send + 'a>;
 
 /// The block of a stream's head, `None` at its end.
 fn head(s: &mut Stream<'_>) -> Result<Option<u16>> {
     match s.peek() {
         None => Ok(None),
-        Some(Ok((sub, _))) => block_of(sub).map(Some),
+        Some(Ok((hi, _))) => Ok(Some(*hi)),
         Some(Err(_)) => match s.next() {
             Some(Err(e)) => Err(e),
             _ => Ok(None),
@@ -212,8 +262,64 @@ fn head(s: &mut Stream<'_>) -> Result<Option<u16>> {
     }
 }
 
+/// Bytes of a key's containers, by the summary's census.
+fn key_bytes(s: &BitmapSummary) -> u64 {
+    s.kinds.iter().map(|k| k.bytes).sum()
+}
+
+/// A `Kv` scan of a key version's containers that fills the container
+/// cache as it goes and, when `dir` and the scan runs to its end, the
+/// key version's directory. Fills are refused if a container commit ran
+/// since `snap` (see `container_cache`).
+struct FillScan<'a, I> {
+    inner: I,
+    cache: &'a ContainerCache,
+    version: u64,
+    snap: Snap,
+    /// Blocks seen, while a directory fill is still possible.
+    dir: Option<Vec<u16>>,
+}
+
+impl<I> Iterator for FillScan<'_, I>
+where
+    I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>,
+{
+    type Item = Result<(u16, Bytes)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.inner.next() {
+            None => {
+                if let Some(d) = self.dir.take() {
+                    self.cache.fill_dir(self.version, d.into(), self.snap);
+                }
+                None
+            }
+            Some(Err(e)) => {
+                self.dir = None;
+                Some(Err(e))
+            }
+            Some(Ok((sub, v))) => {
+                let hi = match block_of(&sub) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        self.dir = None;
+                        return Some(Err(e));
+                    }
+                };
+                if let Some(d) = self.dir.as_mut() {
+                    d.push(hi);
+                }
+                let a = padded(&v);
+                self.cache
+                    .fill_container(self.version, hi, Arc::clone(&a), self.snap);
+                Some(Ok((hi, Bytes::Shared(a))))
+            }
+        }
+    }
+}
+
 /// Takes the head entry's container bytes.
-fn take(s: &mut Stream<'_>) -> Result<Vec<u8>> {
+fn take(s: &mut Stream<'_>) -> Result<Bytes> {
     match s.next() {
         Some(Ok((_, v))) => Ok(v),
         Some(Err(e)) => Err(e),
@@ -264,6 +370,101 @@ impl Txn {
         Ok(card)
     }
 
+    /// The bytes of container `hi` of a key version: this `Txn`'s own
+    /// pending write, else the container cache, else the `Kv` (then
+    /// cached). A cached directory without `hi` answers "absent" without a
+    /// `Kv` read. `s`: the version's summary, when the caller has it: on a
+    /// miss a small key is then warmed whole ([`Txn::bm_warm`]), so that
+    /// later reads of absent blocks need no `Kv` read either.
+    fn bm_get(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        hi: u16,
+        s: Option<&BitmapSummary>,
+    ) -> Result<Option<Bytes>> {
+        let sub = hi.to_be_bytes();
+        let (dk, s) = if self.data_overlay_is_empty() {
+            (None, s)
+        } else {
+            let dk = keys::data_key(db, key, version, &sub);
+            if let Some(v) = self.data_overlay(&dk) {
+                return Ok(v.map(|b| Bytes::Owned(b.to_vec())));
+            }
+            // The overlay may hold other blocks of the key: no warming.
+            (Some(dk), None)
+        };
+        self.bm_get_stored(db, key, version, hi, dk, s)
+    }
+
+    /// As [`Txn::bm_get`] for a key version this `Txn` has not written
+    /// (`dk`: its data key when already built; `warm`: its summary when
+    /// it may be warmed).
+    fn bm_get_stored(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        hi: u16,
+        dk: Option<Vec<u8>>,
+        warm: Option<&BitmapSummary>,
+    ) -> Result<Option<Bytes>> {
+        let cc = &self.inner.ccache;
+        if !cc.enabled() {
+            let dk = dk.unwrap_or_else(|| keys::data_key(db, key, version, &hi.to_be_bytes()));
+            return Ok(self.inner.kv.get(Space::Data, &dk)?.map(Bytes::Owned));
+        }
+        if let Some(b) = cc.container(version, hi) {
+            return Ok(Some(Bytes::Shared(b)));
+        }
+        let dir = match cc.dir(version) {
+            Some(d) => Some(d),
+            None => warm.and_then(|s| self.bm_warm(db, key, version, s)),
+        };
+        if let Some(d) = dir {
+            if d.binary_search(&hi).is_err() {
+                return Ok(None);
+            }
+            if let Some(b) = cc.container(version, hi) {
+                return Ok(Some(Bytes::Shared(b)));
+            }
+        }
+        let snap = cc.snapshot(version);
+        let dk = dk.unwrap_or_else(|| keys::data_key(db, key, version, &hi.to_be_bytes()));
+        match self.inner.kv.get(Space::Data, &dk)? {
+            Some(v) => {
+                let a = padded(&v);
+                cc.fill_container(version, hi, Arc::clone(&a), snap);
+                Ok(Some(Bytes::Shared(a)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Reads a whole small key version into the container cache (its
+    /// containers and directory) and returns the directory; `None` when
+    /// the key is too big to warm (over 1/64 of the budget or 4,096
+    /// containers), the scan failed, or a racing commit refused the fill.
+    /// The caller guarantees this `Txn` has no pending writes to the key.
+    fn bm_warm(&self, db: u16, key: &[u8], version: u64, s: &BitmapSummary) -> Option<Arc<[u16]>> {
+        let cc = &self.inner.ccache;
+        if s.containers > 4096 || key_bytes(s) > cc.capacity() / 64 {
+            return None;
+        }
+        let scan = FillScan {
+            inner: self.data_iter(db, key, version, None, false),
+            cache: cc,
+            version,
+            snap: cc.snapshot(version),
+            dir: Some(Vec::new()),
+        };
+        for e in scan {
+            e.ok()?;
+        }
+        cc.dir(version)
+    }
+
     /// The container of block `hi` of a key version, owned.
     fn bm_container(
         &self,
@@ -271,23 +472,82 @@ impl Txn {
         key: &[u8],
         version: u64,
         hi: u16,
+        s: Option<&BitmapSummary>,
     ) -> Result<Option<ContainerBuf>> {
-        match self.data_get(db, key, version, &hi.to_be_bytes())? {
+        match self.bm_get(db, key, version, hi, s)? {
             Some(b) => Ok(Some(view(&b)?.to_buf())),
             None => Ok(None),
         }
     }
 
+    /// Records a container write under a live version for the container
+    /// cache (applied at commit).
+    fn bm_note_write(&mut self, db: u16, key: &[u8], version: u64, hi: u16) {
+        if self.inner.ccache.enabled() {
+            let dk = keys::data_key(db, key, version, &hi.to_be_bytes());
+            self.cc_pending.record(version, hi, dk);
+        }
+    }
+
     /// The container entries of a key version from block `from` upward
-    /// (or, `reverse`, from `from` downward).
-    fn bm_stream(&self, db: u16, key: &[u8], version: u64, from: u16, reverse: bool) -> Stream<'_> {
+    /// (or, `reverse`, from `from` downward). `s`: the version's summary
+    /// (sizes the cache fill). Served from a cached directory when there
+    /// is one and this `Txn` has not written the key; else a `Kv` scan
+    /// that fills the cache (the directory too when it covers the key).
+    fn bm_stream(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        from: u16,
+        reverse: bool,
+        s: &BitmapSummary,
+    ) -> Stream<'_> {
+        let cc = &self.inner.ccache;
+        let clean = cc.enabled()
+            && (self.data_overlay_is_empty()
+                || !self.data_overlay_has_prefix(&keys::data_prefix(db, key, version)));
+        if clean {
+            if let Some(d) = cc
+                .dir(version)
+                .or_else(|| self.bm_warm(db, key, version, s))
+            {
+                let blocks: Vec<u16> = if reverse {
+                    let end = d.partition_point(|&b| b <= from);
+                    d[..end].iter().rev().copied().collect()
+                } else {
+                    let start = d.partition_point(|&b| b < from);
+                    d[start..].to_vec()
+                };
+                let key = key.to_vec();
+                let it: EntryIter<'_> = Box::new(blocks.into_iter().map(move |hi| {
+                    match self.bm_get_stored(db, &key, version, hi, None, None)? {
+                        Some(b) => Ok((hi, b)),
+                        None => Err(StoreError::corrupt(
+                            "bitmap container directory names a container that is not stored",
+                        )),
+                    }
+                }));
+                return it.peekable();
+            }
+        }
         let after: Option<[u8; 2]> = if reverse {
             from.checked_add(1).map(u16::to_be_bytes)
         } else {
             from.checked_sub(1).map(u16::to_be_bytes)
         };
-        let it: EntryIter<'_> =
-            Box::new(self.data_iter(db, key, version, after.as_ref().map(|a| &a[..]), reverse));
+        let scan = self.data_iter(db, key, version, after.as_ref().map(|a| &a[..]), reverse);
+        let it: EntryIter<'_> = if clean && key_bytes(s) <= cc.capacity() / 8 {
+            Box::new(FillScan {
+                inner: scan,
+                cache: cc,
+                version,
+                snap: cc.snapshot(version),
+                dir: (from == 0 && !reverse).then(Vec::new),
+            })
+        } else {
+            Box::new(scan.map(|r| r.and_then(|(sub, v)| Ok((block_of(&sub)?, Bytes::Owned(v))))))
+        };
         it.peekable()
     }
 
@@ -299,24 +559,31 @@ impl Txn {
         let it: EntryIter<'_> = match s.containers {
             0 => Box::new(std::iter::empty()),
             1 => {
-                let sub = ((s.min >> 16) as u16).to_be_bytes();
-                match self.data_get(db, key, version, &sub) {
-                    Ok(Some(v)) => Box::new(std::iter::once(Ok((sub.to_vec(), v)))),
+                let hi = (s.min >> 16) as u16;
+                match self.bm_get(db, key, version, hi, Some(s)) {
+                    Ok(Some(v)) => Box::new(std::iter::once(Ok((hi, v)))),
                     Ok(None) => Box::new(std::iter::once(Err(StoreError::corrupt(
                         "bitmap summary names a container that is not stored",
                     )))),
                     Err(e) => Box::new(std::iter::once(Err(e))),
                 }
             }
-            _ => return self.bm_stream(db, key, version, 0, false),
+            _ => return self.bm_stream(db, key, version, 0, false, s),
         };
         it.peekable()
     }
 
     /// First (or, `reverse`, last) value of the key version, by a seek.
-    fn bm_extreme(&self, db: u16, key: &[u8], version: u64, reverse: bool) -> Result<Option<u32>> {
+    fn bm_extreme(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        reverse: bool,
+        s: &BitmapSummary,
+    ) -> Result<Option<u32>> {
         let from = if reverse { u16::MAX } else { 0 };
-        let mut st = self.bm_stream(db, key, version, from, reverse);
+        let mut st = self.bm_stream(db, key, version, from, reverse, s);
         let Some(hi) = head(&mut st)? else {
             return Ok(None);
         };
@@ -337,7 +604,7 @@ impl Txn {
         key: &[u8],
         e: &mut Edit,
         hi: u16,
-        (old, new): (Option<&ContainerBuf>, &ContainerBuf),
+        (old, new): (Option<ContainerRef<'_>>, &ContainerBuf),
         sum_delta: Option<i128>,
     ) -> Result<()> {
         let was_empty = e.s.card == 0;
@@ -345,11 +612,11 @@ impl Txn {
             Some(d) => d,
             None => {
                 i128::from(container_sum(hi, new.as_ref()))
-                    - old.map_or(0, |o| i128::from(container_sum(hi, o.as_ref())))
+                    - old.map_or(0, |o| i128::from(container_sum(hi, o)))
             }
         };
         if let Some(o) = old {
-            census(&mut e.s, o.as_ref(), false);
+            census(&mut e.s, o, false);
         }
         census(&mut e.s, new.as_ref(), true);
         e.s.sum = u64::try_from(i128::from(e.s.sum) + delta).unwrap_or(0);
@@ -357,9 +624,11 @@ impl Txn {
         if new.is_empty() {
             if old.is_some() {
                 self.data_delete(db, key, e.meta.version, &sub);
+                self.bm_note_write(db, key, e.meta.version, hi);
             }
         } else {
             self.data_put(db, key, e.meta.version, &sub, new.as_bytes().to_vec());
+            self.bm_note_write(db, key, e.meta.version, hi);
         }
         // Extremes: only the edited block can move them.
         if e.s.card == 0 {
@@ -379,8 +648,9 @@ impl Txn {
             match new_min {
                 Some(m) => e.s.min = m,
                 None => {
+                    let s = e.s;
                     e.s.min = self
-                        .bm_extreme(db, key, e.meta.version, false)?
+                        .bm_extreme(db, key, e.meta.version, false, &s)?
                         .unwrap_or(0);
                 }
             }
@@ -389,7 +659,10 @@ impl Txn {
             match new_max {
                 Some(m) => e.s.max = m,
                 None => {
-                    e.s.max = self.bm_extreme(db, key, e.meta.version, true)?.unwrap_or(0);
+                    let s = e.s;
+                    e.s.max = self
+                        .bm_extreme(db, key, e.meta.version, true, &s)?
+                        .unwrap_or(0);
                 }
             }
         }
@@ -407,11 +680,18 @@ impl Txn {
         mut f: impl FnMut(u16, &mut ContainerBuf),
     ) -> Result<()> {
         for hi in blocks {
-            let old = self.bm_container(db, key, e.meta.version, hi)?;
+            let old = self.bm_container(db, key, e.meta.version, hi, Some(&e.s))?;
             let mut new = old.clone().unwrap_or_default();
             f(hi, &mut new);
             if old.as_ref() != Some(&new) {
-                self.bm_put(db, key, e, hi, (old.as_ref(), &new), None)?;
+                self.bm_put(
+                    db,
+                    key,
+                    e,
+                    hi,
+                    (old.as_ref().map(ContainerBuf::as_ref), &new),
+                    None,
+                )?;
             }
         }
         Ok(())
@@ -429,10 +709,12 @@ impl Txn {
             return Ok(false);
         };
         let (hi, lo) = split(off);
-        let old = self.bm_container(db, key, e.meta.version, hi)?;
-        let prev = old.as_ref().is_some_and(|c| c.as_ref().contains(lo));
+        let old = self.bm_get(db, key, e.meta.version, hi, Some(&e.s))?;
+        let old = old.as_deref().map(view).transpose()?;
+        let old = old.as_ref().map(ContainerView::as_ref);
+        let prev = old.is_some_and(|c| c.contains(lo));
         if prev != value {
-            let mut new = old.clone().unwrap_or_default();
+            let mut new = old.map_or_else(ContainerBuf::default, |c| c.to_buf());
             if value {
                 new.insert(lo);
             } else {
@@ -443,7 +725,7 @@ impl Txn {
             } else {
                 -i128::from(off)
             };
-            self.bm_put(db, key, &mut e, hi, (old.as_ref(), &new), Some(d))?;
+            self.bm_put(db, key, &mut e, hi, (old, &new), Some(d))?;
         } else if !e.created {
             return Ok(prev);
         }
@@ -487,7 +769,7 @@ impl Txn {
         while i < sorted.len() {
             let hi = split(sorted[i]).0;
             let j = i + sorted[i..].partition_point(|&v| split(v).0 == hi);
-            let old = self.bm_container(db, key, e.meta.version, hi)?;
+            let old = self.bm_container(db, key, e.meta.version, hi, Some(&e.s))?;
             let mut new = old.clone().unwrap_or_default();
             let mut delta = 0i128;
             for &v in &sorted[i..j] {
@@ -503,7 +785,14 @@ impl Txn {
             }
             if old.as_ref() != Some(&new) && !(old.is_none() && new.is_empty()) {
                 let d = if set { delta } else { -delta };
-                self.bm_put(db, key, &mut e, hi, (old.as_ref(), &new), Some(d))?;
+                self.bm_put(
+                    db,
+                    key,
+                    &mut e,
+                    hi,
+                    (old.as_ref().map(ContainerBuf::as_ref), &new),
+                    Some(d),
+                )?;
             }
             i = j;
         }
@@ -622,7 +911,7 @@ impl Txn {
             let mut new = old.clone();
             new.optimize();
             if new != old {
-                self.bm_put(db, key, &mut e, hi, (Some(&old), &new), Some(0))?;
+                self.bm_put(db, key, &mut e, hi, (Some(old.as_ref()), &new), Some(0))?;
             }
         }
         self.bm_finish(db, key, e)?;
@@ -642,11 +931,11 @@ impl Txn {
     /// # Errors
     /// `WrongType`.
     pub fn tr_getbit(&mut self, db: u16, key: &[u8], off: u32) -> Result<bool> {
-        let Some((version, _)) = self.bm_version(db, key)? else {
+        let Some((version, s)) = self.bm_version(db, key)? else {
             return Ok(false);
         };
         let (hi, lo) = split(off);
-        match self.data_get(db, key, version, &hi.to_be_bytes())? {
+        match self.bm_get(db, key, version, hi, Some(&s))? {
             Some(b) => Ok(view(&b)?.as_ref().contains(lo)),
             None => Ok(false),
         }
@@ -658,7 +947,7 @@ impl Txn {
     /// # Errors
     /// `WrongType`.
     pub fn tr_getbits(&mut self, db: u16, key: &[u8], offs: &[u32]) -> Result<Option<Vec<bool>>> {
-        let Some((version, _)) = self.bm_version(db, key)? else {
+        let Some((version, s)) = self.bm_version(db, key)? else {
             return Ok(None);
         };
         let mut cache: Option<(u16, Option<ContainerBuf>)> = None;
@@ -666,7 +955,7 @@ impl Txn {
         for &off in offs {
             let (hi, lo) = split(off);
             if cache.as_ref().is_none_or(|(h, _)| *h != hi) {
-                cache = Some((hi, self.bm_container(db, key, version, hi)?));
+                cache = Some((hi, self.bm_container(db, key, version, hi, Some(&s))?));
             }
             let hit = cache
                 .as_ref()
@@ -693,7 +982,7 @@ impl Txn {
         }
         let (shi, slo) = split(start);
         let (ehi, elo) = split(end);
-        let mut st = self.bm_stream(db, key, version, shi, false);
+        let mut st = self.bm_stream(db, key, version, shi, false, &s);
         let mut n = 0u64;
         while let Some(hi) = head(&mut st)? {
             if hi > ehi {
@@ -742,7 +1031,7 @@ impl Txn {
             }
             let reverse = count < 0;
             let from = if reverse { u16::MAX } else { 0 };
-            let mut st = self.bm_stream(db, key, version, from, reverse);
+            let mut st = self.bm_stream(db, key, version, from, reverse, &s);
             let mut left = n; // 1-based position still to skip
             while let Some(hi) = head(&mut st)? {
                 let bytes = take(&mut st)?;
@@ -762,7 +1051,7 @@ impl Txn {
         if count > 0 {
             // Clear bits upward: gaps between containers, holes inside them,
             // then everything above the last container.
-            let mut st = self.bm_stream(db, key, version, 0, false);
+            let mut st = self.bm_stream(db, key, version, 0, false, &s);
             let mut left = n;
             let mut next_block: u64 = 0;
             while let Some(hi) = head(&mut st)? {
@@ -789,7 +1078,7 @@ impl Txn {
             return Ok(-1);
         }
         let (top_hi, top_lo) = split(s.max);
-        let mut st = self.bm_stream(db, key, version, top_hi, true);
+        let mut st = self.bm_stream(db, key, version, top_hi, true, &s);
         let mut left = n;
         // `expect`: the next block to examine, going down; blocks between
         // it and the next stored one are absent (all clear).
@@ -864,7 +1153,7 @@ impl Txn {
             return Ok(Some(out));
         }
         let (shi, slo) = split(start);
-        let mut st = self.bm_stream(db, key, version, shi, false);
+        let mut st = self.bm_stream(db, key, version, shi, false, &s);
         while let Some(hi) = head(&mut st)? {
             if join(hi, 0) > end {
                 break;
@@ -989,7 +1278,7 @@ impl Txn {
                         }
                     }
                     if all {
-                        let bufs: Vec<Vec<u8>> = ss.iter_mut().map(take).collect::<Result<_>>()?;
+                        let bufs: Vec<Bytes> = ss.iter_mut().map(take).collect::<Result<_>>()?;
                         let views: Vec<ContainerView<'_>> =
                             bufs.iter().map(|b| view(b)).collect::<Result<_>>()?;
                         let refs: Vec<ContainerRef<'_>> =
@@ -1509,6 +1798,210 @@ mod tests {
         ));
         t.data_put(0, b"c", version, b"xyz", vec![]);
         assert!(t.tr_load(0, b"c").is_err());
+    }
+
+    /// Random edits, DEL, RENAME, BITOP, multi-key and aborted
+    /// transactions, each checked against a model after commit, with the
+    /// container cache off, tiny (constant eviction) and default-sized.
+    fn container_cache_coherence(budget: u64) {
+        use std::collections::HashMap;
+        let st = store();
+        st.set_container_cache_bytes(budget);
+        let names: [&[u8]; 3] = [b"x", b"y", b"z"];
+        let mut model: HashMap<&[u8], BTreeSet<u32>> = HashMap::new();
+        struct R(u64);
+        impl R {
+            fn n(&mut self, n: u64) -> u64 {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                self.0 % n
+            }
+            /// Offsets in 4 blocks; block 1 gets dense enough for bitsets.
+            fn off(&mut self) -> u32 {
+                let b = self.n(4) as u32;
+                let lo = if b == 1 { self.n(9000) } else { self.n(300) } as u32;
+                (b << 16) | lo
+            }
+        }
+        let mut r = R(0x1234_5678 ^ budget);
+        for step in 0..2000 {
+            let k = names[r.n(3) as usize];
+            let k2 = names[r.n(3) as usize];
+            let mut t = st.begin(&[(0, k), (0, k2)]);
+            match r.n(12) {
+                0..=4 => {
+                    let (v, on) = (r.off(), r.n(3) != 0);
+                    t.tr_setbit(0, k, v, on).unwrap();
+                    let m = model.entry(k).or_default();
+                    if on {
+                        m.insert(v);
+                    } else {
+                        m.remove(&v);
+                    }
+                }
+                5 => {
+                    let vs: Vec<u32> = (0..r.n(200)).map(|_| r.off()).collect();
+                    if r.n(2) == 0 {
+                        t.tr_setbits(0, k, &vs).unwrap();
+                        model.entry(k).or_default().extend(vs);
+                    } else {
+                        t.tr_clearbits(0, k, &vs).unwrap();
+                        if let Some(m) = model.get_mut(k) {
+                            for v in &vs {
+                                m.remove(v);
+                            }
+                        }
+                    }
+                }
+                6 => {
+                    t.del(0, k).unwrap();
+                    model.remove(k);
+                }
+                7 if k != k2 && model.contains_key(k) => {
+                    t.rename(0, k, k2, false).unwrap();
+                    let m = model.remove(k).unwrap();
+                    model.insert(k2, m);
+                }
+                8 => {
+                    let a = model.get(k).cloned().unwrap_or_default();
+                    let b = model.get(k2).cloned().unwrap_or_default();
+                    let d = names[r.n(3) as usize];
+                    drop(std::mem::replace(&mut t, st.begin(&[])));
+                    let mut t2 = st.begin(&[(0, k), (0, k2), (0, d)]);
+                    if r.n(2) == 0 {
+                        t2.tr_bitop(0, d, BitOp::Or, &[k, k2]).unwrap();
+                        model.insert(d, a.union(&b).copied().collect());
+                    } else {
+                        t2.tr_bitop(0, d, BitOp::And, &[k, k2]).unwrap();
+                        model.insert(d, a.intersection(&b).copied().collect());
+                    }
+                    t2.commit().unwrap();
+                }
+                9 => {
+                    // Aborted: writes then reads of its own writes, dropped.
+                    let v = r.off();
+                    t.tr_setbit(0, k, v, true).unwrap();
+                    assert!(t.tr_getbit(0, k, v).unwrap());
+                    t.tr_range_write(0, k, 65_536, 65_536 + 70, RangeOp::Flip)
+                        .unwrap();
+                    let _ = t.tr_bitopcard(0, BitOp::Or, &[k, k2]).unwrap();
+                    drop(t);
+                    t = st.begin(&[]);
+                }
+                _ => {
+                    // Several edits of one key in one Txn (MULTI/EXEC), the
+                    // last one reading back through the overlay.
+                    let m = model.entry(k).or_default();
+                    for _ in 0..3 {
+                        let v = r.off();
+                        t.tr_setbit(0, k, v, true).unwrap();
+                        m.insert(v);
+                    }
+                    let v = *m.iter().next().unwrap();
+                    t.tr_setbit(0, k, v, false).unwrap();
+                    m.remove(&v);
+                    let got = t.tr_range(0, k, 0, u32::MAX, 1 << 20).unwrap().unwrap();
+                    assert_eq!(got, m.iter().copied().collect::<Vec<_>>());
+                }
+            }
+            t.commit().unwrap();
+            let mut t = st.begin(&[]);
+            for name in names {
+                match model.get(name) {
+                    Some(m) => check(&mut t, name, m),
+                    None => assert!(t.tr_summary(0, name).unwrap().is_none()),
+                }
+            }
+            let v = r.off();
+            let want = model.get(k).is_some_and(|m| m.contains(&v));
+            assert_eq!(t.tr_getbit(0, k, v).unwrap(), want, "step {step}");
+        }
+        let cs = st.container_cache_stats();
+        assert!(cs.bytes <= budget, "{cs:?}");
+        if budget > 0 {
+            assert!(cs.hits > 0, "{cs:?}");
+        } else {
+            assert_eq!(cs.entries, 0);
+        }
+    }
+
+    /// Writers on shared keys (each owning its offsets) and readers that
+    /// warm and stream the same keys, under a tiny and a default budget:
+    /// every reader sees each writer's bits in order (a bit once seen set
+    /// is set until its writer clears it), and the final state is exact.
+    #[test]
+    fn container_cache_is_coherent_under_concurrency() {
+        for budget in [64 * 1024, crate::container_cache::DEFAULT_BYTES] {
+            let st = std::sync::Arc::new(store());
+            st.set_container_cache_bytes(budget);
+            let keys: [&[u8]; 2] = [b"p", b"q"];
+            let mut hs = Vec::new();
+            for w in 0..2u32 {
+                let st = std::sync::Arc::clone(&st);
+                hs.push(std::thread::spawn(move || {
+                    // Writer w owns offsets ≡ w (mod 2), over 3 blocks.
+                    for i in 0..1500u32 {
+                        let off = (i * 2 + w) * 97 % (3 << 16) / 2 * 2 + w;
+                        let k = keys[(i % 2) as usize];
+                        let mut t = st.begin(&[(0, k)]);
+                        t.tr_setbit(0, k, off, true).unwrap();
+                        if i % 3 == 0 {
+                            t.tr_setbit(0, k, off, false).unwrap();
+                        }
+                        t.commit().unwrap();
+                    }
+                }));
+            }
+            for _ in 0..2 {
+                let st = std::sync::Arc::clone(&st);
+                hs.push(std::thread::spawn(move || {
+                    for i in 0..400 {
+                        let k = keys[i % 2];
+                        let mut t = st.begin(&[(0, k)]);
+                        if let Some(s) = t.tr_summary(0, k).unwrap() {
+                            let all = t.tr_range(0, k, 0, u32::MAX, 1 << 20).unwrap().unwrap();
+                            assert_eq!(all.len() as u64, s.card, "summary vs containers");
+                            let _ = t.tr_bitopcard(0, BitOp::And, &[k, k]).unwrap();
+                        }
+                    }
+                }));
+            }
+            for h in hs {
+                h.join().unwrap();
+            }
+            let mut model: [BTreeSet<u32>; 2] = Default::default();
+            for w in 0..2u32 {
+                for i in 0..1500u32 {
+                    let off = (i * 2 + w) * 97 % (3 << 16) / 2 * 2 + w;
+                    let m = &mut model[(i % 2) as usize];
+                    if i % 3 == 0 {
+                        m.remove(&off);
+                    } else {
+                        m.insert(off);
+                    }
+                }
+            }
+            let mut t = st.begin(&[]);
+            for (k, m) in keys.iter().zip(&model) {
+                check(&mut t, k, m);
+            }
+        }
+    }
+
+    #[test]
+    fn container_cache_is_coherent_default_budget() {
+        container_cache_coherence(crate::container_cache::DEFAULT_BYTES);
+    }
+
+    #[test]
+    fn container_cache_is_coherent_tiny_budget() {
+        container_cache_coherence(64 * 1024);
+    }
+
+    #[test]
+    fn container_cache_is_coherent_when_off() {
+        container_cache_coherence(0);
     }
 
     #[test]

@@ -27,6 +27,7 @@
 //!   reported as `StoreError::KeyTooLong`.
 
 pub mod bitmaps;
+pub mod container_cache;
 pub mod error;
 pub mod glob;
 pub mod hashes;

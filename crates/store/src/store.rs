@@ -181,6 +181,8 @@ pub(crate) struct Inner {
     pub(crate) expiry_cursor: Mutex<ExpiryCursor>,
     pub(crate) keyspace_hits: std::sync::atomic::AtomicU64,
     pub(crate) keyspace_misses: std::sync::atomic::AtomicU64,
+    /// tr-cache hook: the in-process container cache (container_cache.rs).
+    pub(crate) ccache: crate::container_cache::ContainerCache,
 }
 
 /// Where the active expiry cycle starts scanning the time-ordered expiry
@@ -303,6 +305,7 @@ impl Store {
             }),
             keyspace_hits: std::sync::atomic::AtomicU64::new(0),
             keyspace_misses: std::sync::atomic::AtomicU64::new(0),
+            ccache: crate::container_cache::ContainerCache::default(),
         });
         if config.dir.is_some() {
             spawn_persister(Arc::downgrade(&inner));
@@ -326,6 +329,18 @@ impl Store {
     /// commit.
     pub fn set_sync_mode(&self, mode: SyncMode) {
         self.inner.sync.store(mode.to_u8(), Ordering::Relaxed);
+    }
+
+    /// tr-cache hook: sets the container cache budget in bytes (0 turns
+    /// the cache off); shrinking evicts at once. See `container_cache`.
+    pub fn set_container_cache_bytes(&self, bytes: u64) {
+        self.inner.ccache.set_capacity(bytes);
+    }
+
+    /// tr-cache hook: the container cache's counters.
+    #[must_use]
+    pub fn container_cache_stats(&self) -> crate::container_cache::CacheStats {
+        self.inner.ccache.stats()
     }
 
     /// Starts a transaction over `keys`: takes the shared global lock and

@@ -42,6 +42,9 @@ pub struct Txn {
     stale_expiry: Vec<Vec<u8>>,
     extra_locks: Vec<Held>,
     held: Held,
+    /// tr-cache hook: container writes under live versions, for the
+    /// container cache at commit (recorded by `bitmaps.rs`).
+    pub(crate) cc_pending: crate::container_cache::Pending,
 }
 
 impl Drop for Txn {
@@ -65,6 +68,7 @@ impl Txn {
             stale_expiry: Vec::new(),
             extra_locks: Vec::new(),
             held,
+            cc_pending: crate::container_cache::Pending::default(),
         }
     }
 
@@ -191,6 +195,13 @@ impl Txn {
         for k in std::mem::take(&mut self.stale_expiry) {
             batch.delete(Space::Expiry, k);
         }
+        // tr-cache hook: new bytes for cached containers, applied after the write.
+        let cc = self
+            .inner
+            .ccache
+            .prepare(std::mem::take(&mut self.cc_pending), |dk| {
+                self.data.get(dk).cloned()
+            });
         for (dk, v) in std::mem::take(&mut self.data) {
             match v {
                 Some(v) => batch.put(Space::Data, dk, v),
@@ -223,6 +234,7 @@ impl Txn {
             self.write_or_forget(batch, durability)?;
             *counts = next;
         }
+        cc.apply(&self.inner.ccache); // tr-cache hook
         if min_added_expiry != u64::MAX {
             self.inner.note_expiry_added(min_added_expiry);
         }
@@ -520,6 +532,26 @@ impl Txn {
             return Ok(v.clone());
         }
         self.inner.kv.get(Space::Data, &dk)
+    }
+
+    /// tr-cache hook: this `Txn`'s own pending write of data key `dk`
+    /// (`Some(None)` = deleted), if any.
+    pub(crate) fn data_overlay(&self, dk: &[u8]) -> Option<Option<&[u8]>> {
+        self.data.get(dk).map(Option::as_deref)
+    }
+
+    /// tr-cache hook: true when this `Txn` has no pending data writes.
+    pub(crate) fn data_overlay_is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// tr-cache hook: true when this `Txn` has pending writes to data keys
+    /// starting with `prefix`.
+    pub(crate) fn data_overlay_has_prefix(&self, prefix: &[u8]) -> bool {
+        self.data
+            .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(prefix))
     }
 
     /// Writes one element.

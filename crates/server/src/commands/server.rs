@@ -353,6 +353,11 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
     server
         .store
         .set_sync_mode(crate::start::sync_mode(cfg.appendfsync));
+    if cfg.container_cache_bytes != server.config.read().container_cache_bytes {
+        server
+            .store
+            .set_container_cache_bytes(cfg.container_cache_bytes);
+    }
     crate::log::set_level(cfg.loglevel);
     server.hot.load(&cfg);
     server.slowlog.trim(cfg.slowlog_max_len as usize);

@@ -1,0 +1,616 @@
+//! The in-process container cache: hot bitmap containers and container
+//! directories, served from process memory in front of the `Kv`.
+//!
+//! What it holds, keyed by the key *version* (unique for the life of a
+//! store: `epoch << 40 | seq`, never reused, a new one for every DEL-and-
+//! recreate, overwrite, RENAME, ...):
+//! - `(version, block)` → the container's serialized bytes, exactly as
+//!   stored (callers still parse them through the checked view);
+//! - `version` → the key version's directory: its blocks, ascending.
+//!
+//! Coherence. An entry is only ever filled with what the `Kv` held, and
+//! only changed after a successful commit (never from a `Txn` overlay), so
+//! uncommitted, aborted or failed writes never reach it. Since versions are
+//! unique, DEL, overwrites, expiry, FLUSHDB and RENAME need no work here:
+//! the old version's entries can no longer be asked for and age out. The
+//! only writes under a live version are container edits by `bitmaps.rs`,
+//! which the `Txn` records ([`Pending`]); after its batch is written the
+//! commit hands them to [`Prepared::apply`], which replaces cached entries
+//! by the new bytes (or drops them) and fixes cached directories. Fills
+//! that race with such a commit are refused: a reader takes
+//! [`ContainerCache::snapshot`] of the version's write counter (one of
+//! 1,024 stripes) before reading the `Kv`, and the fill inserts only if no
+//! commit applied container writes to a version of that stripe since; a
+//! commit bumps the counter *before* it touches the shards, so a fill
+//! either sees the bump or lands before the commit's own update, which
+//! then fixes it.
+//!
+//! Memory: a byte budget (`container-cache-bytes`) split evenly over
+//! [`SHARDS`] mutex-protected shards (a shard per lock, so concurrent
+//! readers rarely meet); each shard evicts by CLOCK (second chance) when
+//! its share is passed. Charged per entry: value bytes plus
+//! [`ENTRY_OVERHEAD`]. A value over a quarter of a shard's share is not
+//! cached. Budget 0 disables the cache.
+
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Bytes of padding in front of every cached container: an `Arc<[u8]>`'s
+/// data starts 8-aligned (after its two counters), so with 4 bytes of
+/// padding the container's payload (after its 4-byte header) is 8-aligned
+/// and the checked view borrows a bitset's words instead of copying them.
+/// Cached values are [`padded`]; readers use `&value[PAD..]`.
+pub const PAD: usize = 4;
+
+/// `bytes` as a cached container value: [`PAD`] zero bytes, then `bytes`.
+#[must_use]
+pub fn padded(bytes: &[u8]) -> Arc<[u8]> {
+    let mut v = Vec::with_capacity(PAD + bytes.len());
+    v.extend_from_slice(&[0; PAD]);
+    v.extend_from_slice(bytes);
+    v.into()
+}
+
+/// Number of shards.
+pub const SHARDS: usize = 64;
+
+/// Bytes charged per entry on top of its value (map slot, ring slot, `Arc`
+/// header): an estimate, so that a budget bounds the real footprint.
+pub const ENTRY_OVERHEAD: usize = 96;
+
+/// Default budget in bytes (64 MiB).
+pub const DEFAULT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What a cache entry is keyed by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Id {
+    /// One container of a key version.
+    Container(u64, u16),
+    /// The directory of a key version.
+    Dir(u64),
+}
+
+/// A cached value.
+#[derive(Clone, Debug)]
+enum Val {
+    Container(Arc<[u8]>),
+    Dir(Arc<[u16]>),
+}
+
+impl Val {
+    fn bytes(&self) -> usize {
+        ENTRY_OVERHEAD
+            + match self {
+                Val::Container(b) => b.len(),
+                Val::Dir(d) => d.len() * 2,
+            }
+    }
+}
+
+struct Slot {
+    id: Id,
+    val: Val,
+    referenced: bool,
+}
+
+#[derive(Default)]
+struct Shard {
+    map: HashMap<Id, usize>,
+    /// The CLOCK ring; `None` = a free slot (listed in `free`).
+    ring: Vec<Option<Slot>>,
+    free: Vec<usize>,
+    hand: usize,
+    bytes: usize,
+    hits: u64,
+    misses: u64,
+    evictions: u64,
+}
+
+impl Shard {
+    fn get(&mut self, id: Id) -> Option<&Val> {
+        match self.map.get(&id) {
+            Some(&i) => {
+                self.hits += 1;
+                let s = self.ring[i].as_mut()?;
+                s.referenced = true;
+                Some(&s.val)
+            }
+            None => {
+                self.misses += 1;
+                None
+            }
+        }
+    }
+
+    fn remove(&mut self, id: Id) {
+        if let Some(i) = self.map.remove(&id) {
+            if let Some(s) = self.ring[i].take() {
+                self.bytes -= s.val.bytes();
+            }
+            self.free.push(i);
+        }
+    }
+
+    /// Inserts or replaces, then evicts down to `cap` bytes (never the
+    /// entry just inserted).
+    fn put(&mut self, id: Id, val: Val, cap: usize) {
+        let size = val.bytes();
+        if size > cap / 4 {
+            self.remove(id);
+            return;
+        }
+        if let Some(&i) = self.map.get(&id) {
+            // Replace in place (a commit updating a cached container).
+            if let Some(s) = self.ring[i].as_mut() {
+                self.bytes = self.bytes - s.val.bytes() + size;
+                s.val = val;
+                s.referenced = true;
+                self.evict_to(cap, Some(i));
+                return;
+            }
+        }
+        self.bytes += size;
+        let slot = Slot {
+            id,
+            val,
+            referenced: false,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.ring[i] = Some(slot);
+                i
+            }
+            None => {
+                self.ring.push(Some(slot));
+                self.ring.len() - 1
+            }
+        };
+        self.map.insert(id, i);
+        self.evict_to(cap, Some(i));
+    }
+
+    /// CLOCK: sweeps the ring, clearing reference bits and evicting
+    /// unreferenced entries until at most `cap` bytes are held.
+    fn evict_to(&mut self, cap: usize, keep: Option<usize>) {
+        let n = self.ring.len();
+        // Two full turns suffice: the first clears every bit.
+        let mut steps = 2 * n + 1;
+        while self.bytes > cap && steps > 0 && n > 0 {
+            steps -= 1;
+            let i = self.hand % n;
+            self.hand = (i + 1) % n;
+            if Some(i) == keep {
+                continue;
+            }
+            let Some(s) = self.ring[i].as_mut() else {
+                continue;
+            };
+            if s.referenced {
+                s.referenced = false;
+                continue;
+            }
+            let id = s.id;
+            self.remove(id);
+            self.evictions += 1;
+        }
+        if self.map.is_empty() {
+            self.ring.clear();
+            self.free.clear();
+            self.hand = 0;
+        }
+    }
+}
+
+/// Counters for INFO and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Budget in bytes (0 = disabled).
+    pub capacity: u64,
+    /// Bytes charged now.
+    pub bytes: u64,
+    /// Entries held now.
+    pub entries: u64,
+    /// Lookups answered.
+    pub hits: u64,
+    /// Lookups not answered.
+    pub misses: u64,
+    /// Entries evicted for space.
+    pub evictions: u64,
+}
+
+/// The cache. See the module docs.
+pub struct ContainerCache {
+    shards: Box<[Mutex<Shard>]>,
+    /// Total budget in bytes.
+    capacity: AtomicU64,
+    /// Write counters by key version ([`SEQS`] stripes): a commit bumps
+    /// the counter of every version it writes containers of before it
+    /// updates the shards; fills of a version taken before a bump of its
+    /// counter are refused. Striped so that commits to other keys rarely
+    /// refuse a fill (a refused whole-key warm-up is scanned again on the
+    /// next miss).
+    seqs: Box<[AtomicU64]>,
+}
+
+/// Number of write counter stripes.
+const SEQS: usize = 1024;
+
+fn seq_of(version: u64) -> usize {
+    (version.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % SEQS
+}
+
+impl Default for ContainerCache {
+    fn default() -> Self {
+        Self::new(DEFAULT_BYTES)
+    }
+}
+
+/// A reader's view of a version's write counter before it read the `Kv`.
+#[derive(Clone, Copy, Debug)]
+pub struct Snap(u64);
+
+impl Id {
+    fn version(self) -> u64 {
+        match self {
+            Id::Container(v, _) | Id::Dir(v) => v,
+        }
+    }
+}
+
+fn shard_of(id: Id) -> usize {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let h = match id {
+        Id::Container(v, b) => (v ^ (u64::from(b) << 48) ^ u64::from(b)).wrapping_mul(K),
+        Id::Dir(v) => v.wrapping_mul(K),
+    };
+    (h >> 58) as usize % SHARDS
+}
+
+impl ContainerCache {
+    /// A cache of `capacity` bytes (0 = disabled).
+    #[must_use]
+    pub fn new(capacity: u64) -> Self {
+        ContainerCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            capacity: AtomicU64::new(capacity),
+            seqs: (0..SEQS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The budget of one shard.
+    fn shard_cap(&self) -> usize {
+        usize::try_from(self.capacity.load(Ordering::Relaxed) / SHARDS as u64).unwrap_or(usize::MAX)
+    }
+
+    /// True when the cache may hold anything.
+    #[must_use]
+    pub fn enabled(&self) -> bool {
+        self.capacity.load(Ordering::Relaxed) > 0
+    }
+
+    /// The budget in bytes.
+    #[must_use]
+    pub fn capacity(&self) -> u64 {
+        self.capacity.load(Ordering::Relaxed)
+    }
+
+    /// Changes the budget; shrinking evicts at once (0 empties it).
+    pub fn set_capacity(&self, capacity: u64) {
+        self.capacity.store(capacity, Ordering::Relaxed);
+        let cap = self.shard_cap();
+        for s in &*self.shards {
+            s.lock().evict_to(cap, None);
+        }
+        if capacity == 0 {
+            self.clear();
+        }
+    }
+
+    /// Drops every entry (counters stay).
+    pub fn clear(&self) {
+        for s in &*self.shards {
+            let mut s = s.lock();
+            s.map.clear();
+            s.ring.clear();
+            s.free.clear();
+            s.hand = 0;
+            s.bytes = 0;
+        }
+    }
+
+    /// Counters, summed over the shards.
+    #[must_use]
+    pub fn stats(&self) -> CacheStats {
+        let mut st = CacheStats {
+            capacity: self.capacity(),
+            ..CacheStats::default()
+        };
+        for s in &*self.shards {
+            let s = s.lock();
+            st.bytes += s.bytes as u64;
+            st.entries += s.map.len() as u64;
+            st.hits += s.hits;
+            st.misses += s.misses;
+            st.evictions += s.evictions;
+        }
+        st
+    }
+
+    /// Cached bytes of container `block` of key version `version`
+    /// ([`padded`]: the container is `&value[PAD..]`).
+    #[must_use]
+    pub fn container(&self, version: u64, block: u16) -> Option<Arc<[u8]>> {
+        if !self.enabled() {
+            return None;
+        }
+        let id = Id::Container(version, block);
+        match self.shards[shard_of(id)].lock().get(id) {
+            Some(Val::Container(b)) => Some(Arc::clone(b)),
+            _ => None,
+        }
+    }
+
+    /// The cached directory (blocks, ascending) of key version `version`.
+    #[must_use]
+    pub fn dir(&self, version: u64) -> Option<Arc<[u16]>> {
+        if !self.enabled() {
+            return None;
+        }
+        let id = Id::Dir(version);
+        match self.shards[shard_of(id)].lock().get(id) {
+            Some(Val::Dir(d)) => Some(Arc::clone(d)),
+            _ => None,
+        }
+    }
+
+    /// Taken before reading key version `version` from the `Kv`, for
+    /// later fills of that version.
+    #[must_use]
+    pub fn snapshot(&self, version: u64) -> Snap {
+        Snap(self.seqs[seq_of(version)].load(Ordering::Acquire))
+    }
+
+    fn fill_id(&self, id: Id, val: Val, snap: Snap) {
+        if !self.enabled() {
+            return;
+        }
+        let cap = self.shard_cap();
+        let mut s = self.shards[shard_of(id)].lock();
+        // Checked under the shard lock: see the module docs.
+        if self.seqs[seq_of(id.version())].load(Ordering::Acquire) != snap.0 {
+            return;
+        }
+        s.put(id, val, cap);
+    }
+
+    /// Caches the stored bytes of a container read from the `Kv` after
+    /// `snap` was taken (refused if a container commit happened since);
+    /// `bytes` is [`padded`].
+    pub fn fill_container(&self, version: u64, block: u16, bytes: Arc<[u8]>, snap: Snap) {
+        self.fill_id(Id::Container(version, block), Val::Container(bytes), snap);
+    }
+
+    /// Caches the directory of a key version, read from the `Kv` after
+    /// `snap` was taken. `blocks` must be ascending and complete.
+    pub fn fill_dir(&self, version: u64, blocks: Arc<[u16]>, snap: Snap) {
+        self.fill_id(Id::Dir(version), Val::Dir(blocks), snap);
+    }
+
+    /// Before a commit's write: the new bytes of the recorded writes whose
+    /// entry is cached now (a copy made only for those).
+    pub(crate) fn prepare(
+        &self,
+        pending: Pending,
+        value_of: impl Fn(&[u8]) -> Option<Option<Vec<u8>>>,
+    ) -> Prepared {
+        let mut ops = Vec::with_capacity(pending.writes.len());
+        if !self.enabled() {
+            return Prepared { ops };
+        }
+        for (version, block, dk) in pending.writes {
+            // `None` from value_of: the write was discarded (FLUSHDB in the
+            // same Txn); treat as unknown and drop the entry.
+            let new = value_of(&dk);
+            let id = Id::Container(version, block);
+            let cached = self.shards[shard_of(id)].lock().map.contains_key(&id);
+            let bytes = match (&new, cached) {
+                (Some(Some(v)), true) => Some(padded(v)),
+                _ => None,
+            };
+            let present = match new {
+                Some(Some(_)) => Some(true),
+                Some(None) => Some(false),
+                None => None,
+            };
+            ops.push((version, block, bytes, present));
+        }
+        Prepared { ops }
+    }
+}
+
+/// Container writes a `Txn` made under live versions: `(version, block,
+/// data key)`, in order (repeats allowed).
+#[derive(Default, Debug)]
+pub struct Pending {
+    writes: Vec<(u64, u16, Vec<u8>)>,
+}
+
+impl Pending {
+    /// Records a write of container `block` of `version` (data key `dk`).
+    pub(crate) fn record(&mut self, version: u64, block: u16, dk: Vec<u8>) {
+        self.writes.push((version, block, dk));
+    }
+
+    /// True when nothing is recorded.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty()
+    }
+}
+
+/// A commit's cache updates, applied once its batch is written.
+pub struct Prepared {
+    ops: Vec<PreparedOp>,
+}
+
+/// `(version, block, new bytes if cached now, whether the container is
+/// stored after the commit: `None` = unknown, drop every trace of it)`.
+type PreparedOp = (u64, u16, Option<Arc<[u8]>>, Option<bool>);
+
+impl Prepared {
+    /// Call after the batch is written (drop without calling when the
+    /// write failed: the cache then still matches the `Kv`).
+    pub fn apply(self, cache: &ContainerCache) {
+        if self.ops.is_empty() {
+            return;
+        }
+        // Refuse racing fills first (see the module docs).
+        for (version, ..) in &self.ops {
+            cache.seqs[seq_of(*version)].fetch_add(1, Ordering::AcqRel);
+        }
+        let cap = cache.shard_cap();
+        for (version, block, bytes, present) in self.ops {
+            let id = Id::Container(version, block);
+            {
+                let mut s = cache.shards[shard_of(id)].lock();
+                match bytes {
+                    Some(b) if s.map.contains_key(&id) => s.put(id, Val::Container(b), cap),
+                    _ => s.remove(id),
+                }
+            }
+            let did = Id::Dir(version);
+            let mut s = cache.shards[shard_of(did)].lock();
+            let Some(&i) = s.map.get(&did) else {
+                continue;
+            };
+            let Some(Slot {
+                val: Val::Dir(d), ..
+            }) = s.ring[i].as_ref()
+            else {
+                continue;
+            };
+            let has = d.binary_search(&block);
+            let next: Option<Arc<[u16]>> = match (present, has) {
+                (Some(true), Ok(_)) | (Some(false), Err(_)) => continue,
+                (Some(true), Err(at)) => {
+                    let mut v = d.to_vec();
+                    v.insert(at, block);
+                    Some(v.into())
+                }
+                (Some(false), Ok(at)) => {
+                    let mut v = d.to_vec();
+                    v.remove(at);
+                    Some(v.into())
+                }
+                (None, _) => None,
+            };
+            match next {
+                Some(d) => s.put(did, Val::Dir(d), cap),
+                None => s.remove(did),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(n: usize, fill: u8) -> Arc<[u8]> {
+        vec![fill; n].into()
+    }
+
+    #[test]
+    fn fill_get_and_refused_racing_fill() {
+        let c = ContainerCache::new(1 << 20);
+        let s = c.snapshot(7);
+        c.fill_container(7, 1, bytes(10, 1), s);
+        assert_eq!(&*c.container(7, 1).unwrap(), &[1u8; 10][..]);
+        assert!(c.container(7, 2).is_none());
+        assert!(c.container(8, 1).is_none());
+        // A commit between snapshot and fill refuses the fill.
+        let s = c.snapshot(9);
+        let other = c.snapshot(7);
+        let mut p = Pending::default();
+        p.record(9, 0, b"dk".to_vec());
+        c.prepare(p, |_| Some(Some(vec![5]))).apply(&c);
+        c.fill_container(9, 0, bytes(3, 0), s);
+        assert!(c.container(9, 0).is_none());
+        // A commit to another version does not refuse its fills.
+        c.fill_container(7, 2, bytes(3, 0), other);
+        assert!(c.container(7, 2).is_some());
+        let st = c.stats();
+        assert_eq!(st.entries, 2);
+        assert!(st.hits >= 1 && st.misses >= 1);
+    }
+
+    #[test]
+    fn commits_update_cached_entries_and_directories() {
+        let c = ContainerCache::new(1 << 20);
+        let s = c.snapshot(1);
+        c.fill_container(1, 3, bytes(4, 1), s);
+        c.fill_dir(1, vec![3u16, 9].into(), s);
+        // Update of a cached container, new block, deleted block.
+        let mut p = Pending::default();
+        p.record(1, 3, b"a".to_vec());
+        p.record(1, 5, b"b".to_vec());
+        p.record(1, 9, b"c".to_vec());
+        let prep = c.prepare(p, |dk| match dk {
+            b"a" => Some(Some(vec![2, 2])),
+            b"b" => Some(Some(vec![7])),
+            _ => Some(None),
+        });
+        // Not applied yet: the cache still shows the stored state.
+        assert_eq!(&*c.container(1, 3).unwrap(), &[1u8; 4][..]);
+        prep.apply(&c);
+        assert_eq!(&c.container(1, 3).unwrap()[PAD..], &[2u8, 2][..]);
+        assert!(c.container(1, 5).is_none(), "absent entries are not added");
+        assert_eq!(&*c.dir(1).unwrap(), &[3u16, 5][..]);
+        // A failed commit: prepared, never applied.
+        let mut p = Pending::default();
+        p.record(1, 3, b"a".to_vec());
+        drop(c.prepare(p, |_| Some(Some(vec![9]))));
+        assert_eq!(&c.container(1, 3).unwrap()[PAD..], &[2u8, 2][..]);
+        // A discarded write (unknown value) drops entry and directory.
+        let mut p = Pending::default();
+        p.record(1, 3, b"a".to_vec());
+        c.prepare(p, |_| None).apply(&c);
+        assert!(c.container(1, 3).is_none());
+        assert!(c.dir(1).is_none());
+    }
+
+    #[test]
+    fn budget_is_kept_and_clock_spares_referenced_entries() {
+        let cap = (SHARDS * 4 * (ENTRY_OVERHEAD + 100)) as u64;
+        let c = ContainerCache::new(cap);
+        let hot: Vec<u64> = (0..20).collect();
+        for v in 0..5000u64 {
+            let s = c.snapshot(v);
+            c.fill_container(v, 0, bytes(100, 0), s);
+            for &h in &hot {
+                if v > h {
+                    let _ = c.container(h, 0);
+                }
+            }
+            assert!(c.stats().bytes <= cap);
+        }
+        let st = c.stats();
+        assert!(st.evictions > 0);
+        let kept = hot.iter().filter(|&&h| c.container(h, 0).is_some()).count();
+        assert!(kept >= 15, "hot entries evicted: kept {kept}");
+        // Oversized values are not cached.
+        let s = c.snapshot(99_999);
+        c.fill_container(99_999, 0, bytes(cap as usize, 0), s);
+        assert!(c.container(99_999, 0).is_none());
+        // Shrinking evicts; 0 disables.
+        c.set_capacity(cap / 2);
+        assert!(c.stats().bytes <= cap / 2);
+        c.set_capacity(0);
+        assert_eq!(c.stats().entries, 0);
+        let s = c.snapshot(1);
+        c.fill_container(1, 0, bytes(1, 0), s);
+        assert!(c.container(1, 0).is_none());
+    }
+}
