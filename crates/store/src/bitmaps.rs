@@ -75,9 +75,48 @@ fn corrupt(e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("bitmap container: {e}"))
 }
 
-/// Validates stored container bytes.
-fn view(bytes: &[u8]) -> Result<ContainerView<'_>> {
-    ContainerView::parse(bytes).map_err(corrupt)
+/// Container bytes a checked view can be taken over.
+trait ContainerBytes {
+    /// The view, or `Corrupt` when the bytes are not a valid container.
+    fn checked_view(&self) -> Result<ContainerView<'_>>;
+}
+
+impl ContainerBytes for [u8] {
+    /// Bytes read from the `Kv` (untrusted): every check.
+    fn checked_view(&self) -> Result<ContainerView<'_>> {
+        ContainerView::parse(self).map_err(corrupt)
+    }
+}
+
+impl ContainerBytes for Vec<u8> {
+    fn checked_view(&self) -> Result<ContainerView<'_>> {
+        self.as_slice().checked_view()
+    }
+}
+
+impl ContainerBytes for Bytes {
+    /// `Owned` bytes come from the `Kv` and get every check. `Shared`
+    /// bytes are container cache entries: each was validated by
+    /// [`ContainerView::parse`] when it entered the cache (`FillScan`,
+    /// `bm_get_stored`) or is a `ContainerBuf`'s own encoding (commit-time
+    /// updates of containers this module wrote), so only the O(1)
+    /// structure checks run again.
+    fn checked_view(&self) -> Result<ContainerView<'_>> {
+        match self {
+            Bytes::Owned(v) => v.checked_view(),
+            // SAFETY: cache entries hold validated or engine-encoded
+            // container bytes only (see above); the cache never changes
+            // an entry's bytes in place.
+            Bytes::Shared(a) => {
+                unsafe { ContainerView::parse_prevalidated(&a[PAD..]) }.map_err(corrupt)
+            }
+        }
+    }
+}
+
+/// Validates container bytes (see [`ContainerBytes`] for how much).
+fn view<B: ContainerBytes + ?Sized>(bytes: &B) -> Result<ContainerView<'_>> {
+    bytes.checked_view()
 }
 
 /// The block a container subkey names.
@@ -309,6 +348,12 @@ where
                 if let Some(d) = self.dir.as_mut() {
                     d.push(hi);
                 }
+                // Validated once here: readers of the cache entry skip
+                // the O(n) checks (`ContainerBytes for Bytes`).
+                if let Err(e) = view(&v) {
+                    self.dir = None;
+                    return Some(Err(e));
+                }
                 let a = padded(&v);
                 self.cache
                     .fill_container(self.version, hi, Arc::clone(&a), self.snap);
@@ -434,6 +479,8 @@ impl Txn {
         let dk = dk.unwrap_or_else(|| keys::data_key(db, key, version, &hi.to_be_bytes()));
         match self.inner.kv.get(Space::Data, &dk)? {
             Some(v) => {
+                // Validated once here (see `ContainerBytes for Bytes`).
+                view(&v)?;
                 let a = padded(&v);
                 cc.fill_container(version, hi, Arc::clone(&a), snap);
                 Ok(Some(Bytes::Shared(a)))
@@ -1280,7 +1327,7 @@ impl Txn {
                     if all {
                         let bufs: Vec<Bytes> = ss.iter_mut().map(take).collect::<Result<_>>()?;
                         let views: Vec<ContainerView<'_>> =
-                            bufs.iter().map(|b| view(b)).collect::<Result<_>>()?;
+                            bufs.iter().map(view).collect::<Result<_>>()?;
                         let refs: Vec<ContainerRef<'_>> =
                             views.iter().map(ContainerView::as_ref).collect();
                         let c = if refs.len() == 1 {
@@ -1313,7 +1360,7 @@ impl Txn {
                         }
                     }
                     let views: Vec<ContainerView<'_>> =
-                        bufs.iter().map(|b| view(b)).collect::<Result<_>>()?;
+                        bufs.iter().map(view).collect::<Result<_>>()?;
                     let refs: Vec<ContainerRef<'_>> =
                         views.iter().map(ContainerView::as_ref).collect();
                     let c = if refs.len() == 1 {

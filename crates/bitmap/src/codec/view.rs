@@ -32,6 +32,29 @@ impl<'a> ContainerView<'a> {
     /// - [`FormatError::NotAscending`], [`FormatError::RunOverflow`]: bad ordering;
     /// - [`FormatError::CardinalityMismatch`]: header cardinality differs from the payload.
     pub fn parse(bytes: &'a [u8]) -> Result<Self, FormatError> {
+        Self::parse_with(bytes, true)
+    }
+
+    /// Views bytes that already passed [`ContainerView::parse`] in this
+    /// process (or are a [`ContainerBuf`]'s own encoding), checking only
+    /// what is O(1): header, kind, cardinality bounds and exact length.
+    /// The O(n) checks (ascending values, run overlap, the bitset's
+    /// popcount against its header) are skipped. Meant for an in-process
+    /// cache whose entries were validated once when they entered it.
+    ///
+    /// # Errors
+    /// As [`ContainerView::parse`], for the checks it still makes.
+    ///
+    /// # Safety
+    /// `bytes` must satisfy every invariant [`ContainerView::parse`]
+    /// checks: the vector kernels rely on sorted arrays, non-overlapping
+    /// runs and exact cardinalities.
+    pub unsafe fn parse_prevalidated(bytes: &'a [u8]) -> Result<Self, FormatError> {
+        Self::parse_with(bytes, false)
+    }
+
+    /// [`ContainerView::parse`] with the O(n) checks only when `deep`.
+    fn parse_with(bytes: &'a [u8], deep: bool) -> Result<Self, FormatError> {
         if bytes.len() < HEADER_LEN {
             return Err(FormatError::Truncated {
                 needed: HEADER_LEN,
@@ -67,14 +90,18 @@ impl<'a> ContainerView<'a> {
                 exact(2 * card as usize)?;
                 match bytemuck::try_cast_slice::<u8, u16>(payload) {
                     Ok(values) => {
-                        check_ascending(values)?;
+                        if deep {
+                            check_ascending(values)?;
+                        }
                         Inner::Borrowed(ContainerRef::Array(values))
                     }
                     Err(_) => {
                         let values: Vec<u16> = (0..card as usize)
                             .map(|i| read_u16(payload, 2 * i))
                             .collect();
-                        check_ascending(&values)?;
+                        if deep {
+                            check_ascending(&values)?;
+                        }
                         Inner::Copied(ContainerBuf::from_array_unchecked(&values))
                     }
                 }
@@ -85,6 +112,9 @@ impl<'a> ContainerView<'a> {
                 }
                 exact(BITSET_BYTES)?;
                 let check = |words: &[u64]| -> Result<(), FormatError> {
+                    if !deep {
+                        return Ok(());
+                    }
                     let actual = (crate::kernels::get().popcount)(words);
                     if actual != card as u64 {
                         return Err(FormatError::CardinalityMismatch {
@@ -132,14 +162,18 @@ impl<'a> ContainerView<'a> {
                 let pairs = &payload[2..];
                 match bytemuck::try_cast_slice::<u8, [u16; 2]>(pairs) {
                     Ok(runs) => {
-                        check_runs(runs, card)?;
+                        if deep {
+                            check_runs(runs, card)?;
+                        }
                         Inner::Borrowed(ContainerRef::Run { runs, card })
                     }
                     Err(_) => {
                         let runs: Vec<[u16; 2]> = (0..n)
                             .map(|i| [read_u16(pairs, 4 * i), read_u16(pairs, 4 * i + 2)])
                             .collect();
-                        check_runs(&runs, card)?;
+                        if deep {
+                            check_runs(&runs, card)?;
+                        }
                         Inner::Copied(ContainerBuf::from_runs_unchecked(&runs, card))
                     }
                 }
@@ -203,4 +237,51 @@ fn check_runs(runs: &[[u16; 2]], card: u32) -> Result<(), FormatError> {
     }
     debug_assert_eq!(run::cardinality(runs) as u64, total);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn containers() -> Vec<ContainerBuf> {
+        let array: Vec<u16> = (0..100).map(|i| i * 7).collect();
+        let bitset: Vec<u16> = (0..5000).map(|i| i * 13).collect();
+        vec![
+            ContainerBuf::from_sorted(&array),
+            ContainerBuf::from_sorted(&bitset),
+            ContainerBuf::from_range(10, 20_000),
+        ]
+    }
+
+    #[test]
+    fn prevalidated_views_match_checked_views() {
+        for c in containers() {
+            let bytes = c.as_bytes();
+            let checked = ContainerView::parse(bytes).unwrap();
+            // SAFETY: `bytes` is a ContainerBuf's own encoding.
+            let quick = unsafe { ContainerView::parse_prevalidated(bytes) }.unwrap();
+            assert_eq!(checked.to_buf(), quick.to_buf());
+            assert_eq!(checked.is_borrowed(), quick.is_borrowed());
+        }
+    }
+
+    #[test]
+    fn prevalidated_views_still_check_the_structure() {
+        for c in containers() {
+            let bytes = c.as_bytes();
+            for cut in [0, 1, HEADER_LEN, bytes.len() - 1] {
+                // SAFETY: a truncated encoding fails the length check before
+                // any payload is viewed.
+                assert!(unsafe { ContainerView::parse_prevalidated(&bytes[..cut]) }.is_err());
+            }
+            let mut longer = bytes.to_vec();
+            longer.push(0);
+            // SAFETY: as above, trailing bytes fail the length check.
+            assert!(unsafe { ContainerView::parse_prevalidated(&longer) }.is_err());
+            let mut bad_kind = bytes.to_vec();
+            bad_kind[0] = (bad_kind[0] & 0xF0) | 0xF;
+            // SAFETY: an unknown kind is refused before the payload is viewed.
+            assert!(unsafe { ContainerView::parse_prevalidated(&bad_kind) }.is_err());
+        }
+    }
 }
