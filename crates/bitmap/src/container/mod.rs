@@ -263,6 +263,13 @@ pub struct ContainerBuf {
 /// Index of the first payload u16 in the storage viewed as `[u16]`.
 const PAYLOAD_U16: usize = 4;
 
+/// Per-thread scratch for building results: two full arrays' worth of u16
+/// values plus slack for whole-vector stores.
+const SCRATCH_WORDS: usize = (2 * ARRAY_MAX).div_ceil(4) + 4;
+thread_local! {
+    static SCRATCH: core::cell::RefCell<Vec<u64>> = core::cell::RefCell::new(vec![0u64; SCRATCH_WORDS]);
+}
+
 #[inline]
 fn header_word(kind: Kind, card: u32) -> u64 {
     (pack_header(kind, card) as u64) << 32
@@ -510,6 +517,32 @@ impl ContainerBuf {
         self.set_head(Kind::Array, n as u32);
     }
 
+    /// A normalized plain container (array or bitset by count) of the
+    /// ascending values `f` writes into the slice it gets (at least `cap`
+    /// plus 8 slots; it returns how many it wrote). The values go to a
+    /// per-thread scratch buffer first, so the result is allocated once, in
+    /// its final kind (a merge of two large arrays whose result passes 4,096
+    /// values becomes a bitset without an intermediate array).
+    pub(crate) fn build_sorted(cap: usize, f: impl FnOnce(&mut [u16]) -> usize) -> Self {
+        let mut f = Some(f);
+        if cap + 8 <= SCRATCH_WORDS * 4 {
+            let built = SCRATCH.with(|s| {
+                let mut s = s.try_borrow_mut().ok()?;
+                let g = f.take()?;
+                let s = &mut bytemuck::cast_slice_mut::<u64, u16>(&mut s[..])[..cap + 8];
+                let n = g(s);
+                Some(Self::from_sorted(&s[..n]))
+            });
+            if let Some(c) = built {
+                return c;
+            }
+        }
+        let g = f.take().expect("builder not yet used");
+        let mut s = vec![0u16; cap + 8];
+        let n = g(&mut s);
+        Self::from_sorted(&s[..n])
+    }
+
     /// Builds an array container: `f` writes up to `cap` ascending values
     /// into the slice it gets and returns how many. `f` writes into a stack
     /// buffer (small `cap`) or a per-thread scratch buffer, and only the
@@ -524,10 +557,6 @@ impl ContainerBuf {
     /// allocates nothing (pairwise merges drop empty results).
     pub(crate) fn try_build_array(cap: usize, f: impl FnOnce(&mut [u16]) -> usize) -> Option<Self> {
         const STACK: usize = 64;
-        const SCRATCH_WORDS: usize = (2 * ARRAY_MAX).div_ceil(4) + 4;
-        thread_local! {
-            static SCRATCH: core::cell::RefCell<Vec<u64>> = core::cell::RefCell::new(vec![0u64; SCRATCH_WORDS]);
-        }
         /// The first `n` values of `s` as an array container.
         fn copy_out(s: &[u64], n: usize) -> Option<ContainerBuf> {
             if n == 0 {
