@@ -385,9 +385,22 @@ impl ContainerBuf {
         match h & 0xF {
             0 => {
                 let card = (h >> 8) as usize;
-                array::contains(&self.u16s()[PAYLOAD_U16..PAYLOAD_U16 + card], v)
+                let s = self.u16s();
+                debug_assert!(PAYLOAD_U16 + card <= s.len());
+                // SAFETY: the storage always holds the payload its header
+                // describes: constructors size it so, and the only header
+                // writes (`set_array_len`, `set_bitset_card`) assert it.
+                array::contains(
+                    unsafe { s.get_unchecked(PAYLOAD_U16..PAYLOAD_U16 + card) },
+                    v,
+                )
             }
-            1 => (self.words[1 + (v >> 6) as usize] >> (v & 63)) & 1 == 1,
+            1 => {
+                debug_assert!(self.words.len() > BITSET_WORDS);
+                // SAFETY: as above; a bitset's storage is 1 + 1,024 words.
+                let w = unsafe { *self.words.get_unchecked(1 + (v >> 6) as usize) };
+                (w >> (v & 63)) & 1 == 1
+            }
             _ => self.as_ref().contains(v),
         }
     }
@@ -512,8 +525,15 @@ impl ContainerBuf {
     }
 
     /// Marks the first `n` array slots as the content (an array header with cardinality `n`).
+    ///
+    /// # Panics
+    /// When `n` exceeds the capacity (`contains` relies on the header
+    /// never describing more payload than the storage holds).
     pub(crate) fn set_array_len(&mut self, n: usize) {
-        debug_assert!(n <= (self.words.len() - 1) * 4);
+        assert!(
+            n <= (self.words.len() - 1) * 4,
+            "array length beyond capacity"
+        );
         self.set_head(Kind::Array, n as u32);
     }
 
@@ -639,7 +659,14 @@ impl ContainerBuf {
             .expect("bitset storage holds 1,024 words")
     }
 
+    ///
+    /// # Panics
+    /// When the storage is not a bitset's (see [`Self::set_array_len`]).
     pub(crate) fn set_bitset_card(&mut self, card: u32) {
+        assert!(
+            self.words.len() > BITSET_WORDS,
+            "bitset header on short storage"
+        );
         self.set_head(Kind::Bitset, card);
     }
 
