@@ -31,14 +31,12 @@ pub fn xor_array_array(a: &[u16], b: &[u16]) -> ContainerBuf {
     if a.len() + b.len() <= ARRAY_MAX {
         return xor_small_arrays(a, b).unwrap_or_default();
     }
-    let mut out = ContainerBuf::from_sorted(a);
-    if out.kind() != crate::Kind::Bitset {
-        out = crate::codec::edit::bitset_copy(out.as_ref());
-    }
-    let card = flip_bits(b, out.bitset_words_mut(), a.len() as u32);
-    out.set_bitset_card(card);
-    out.normalize();
-    out
+    // One merge into scratch, then one allocation in the result's kind
+    // (this used to copy `a` into an array, then into a bitset, flip `b`'s
+    // bits and convert back when the result was small).
+    ContainerBuf::build_sorted(a.len() + b.len(), |out| {
+        (kernels::get().xor_array_array)(a, b, out)
+    })
 }
 
 pub fn xor_array_bitset(a: &[u16], w: &Words, card: u32) -> ContainerBuf {
@@ -100,5 +98,35 @@ pub fn xor_in_place(a: &mut ContainerBuf, b: ContainerRef<'_>) {
             a.normalize();
         }
         (x, y) => *a = xor(x, y),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::xor_array_array;
+    use crate::Kind;
+
+    /// Large array pairs whose result is an array (heavy overlap) or a bitset.
+    #[test]
+    fn large_array_pairs_build_the_right_kind() {
+        let evens: Vec<u16> = (0..3000u16).map(|i| i * 2).collect();
+        let odds: Vec<u16> = (0..3000u16).map(|i| i * 2 + 1).collect();
+        let shifted: Vec<u16> = (0..3000u16).map(|i| i * 2 + 200).collect();
+        for (a, b, kind) in [
+            (&evens, &odds, Kind::Bitset),
+            (&evens, &shifted, Kind::Array),
+        ] {
+            let got = xor_array_array(a, b);
+            let mut want: Vec<u16> = a
+                .iter()
+                .filter(|v| b.binary_search(v).is_err())
+                .chain(b.iter().filter(|v| a.binary_search(v).is_err()))
+                .copied()
+                .collect();
+            want.sort_unstable();
+            assert_eq!(got.kind(), kind);
+            assert_eq!(got.as_ref().iter().collect::<Vec<_>>(), want);
+            got.validate().unwrap();
+        }
     }
 }
