@@ -24,7 +24,8 @@ pub fn main_with_args(args: &[String]) -> i32 {
              Directives (also valid one per line in the config file, redis.conf syntax):\n  \
              port bind dir requirepass appendfsync maxclients databases loglevel logfile\n  \
              proto-max-bulk-len client-query-buffer-limit slowlog-log-slower-than\n  \
-             slowlog-max-len timeout hz maxmemory cache-bytes io-threads pidfile\n\n\
+             slowlog-max-len timeout hz maxmemory cache-bytes container-cache-bytes\n  \
+             random-pick-limit tr-max-reply-bytes io-threads pidfile\n\n\
              Examples:\n  roaringd --port 6380 --dir /var/lib/roaringd\n  \
              roaringd /etc/roaringd.conf --loglevel verbose"
         );
