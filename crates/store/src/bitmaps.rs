@@ -148,30 +148,69 @@ const INDEX_BIT_MASKS: [u64; 6] = [
     0xFFFF_FFFF_0000_0000,
 ];
 
-/// Whole-bitset masks for [`low_sum`]: mask `b` selects the bits whose
-/// low offset has bit `b` set (b < 6: a pattern within each word; b >= 6:
-/// the words whose index has bit `b - 6` set). 128 KiB, built at compile
-/// time.
-static SUM_MASKS: [[u64; BITSET_WORDS]; 16] = sum_masks();
+/// `INDEX_BIT_MASKS` repeated over a whole bitset, for the engine's
+/// vector AND-popcount kernel (48 KiB, built at compile time).
+static LOW_MASKS: [[u64; BITSET_WORDS]; 6] = low_masks();
 
-const fn sum_masks() -> [[u64; BITSET_WORDS]; 16] {
-    let mut m = [[0u64; BITSET_WORDS]; 16];
+const fn low_masks() -> [[u64; BITSET_WORDS]; 6] {
+    let mut m = [[0u64; BITSET_WORDS]; 6];
     let mut b = 0;
-    while b < 16 {
+    while b < 6 {
         let mut i = 0;
         while i < BITSET_WORDS {
-            m[b][i] = if b < 6 {
-                INDEX_BIT_MASKS[b]
-            } else if (i >> (b - 6)) & 1 == 1 {
-                u64::MAX
-            } else {
-                0
-            };
+            m[b][i] = INDEX_BIT_MASKS[b];
             i += 1;
         }
         b += 1;
     }
     m
+}
+
+/// Sum of the set bits' indices in a bitset:
+/// `64·Σ_i i·popcount(w_i)` (word index part: one scalar pass) `+
+/// Σ_b 2^b·popcount(words & MASK[b])` (bit-in-word part: six vector
+/// AND-popcounts). Cheaper than sixteen masked vector passes, or seven
+/// scalar popcounts per word (both measured by callgrind).
+fn bitset_low_sum(words: &[u64; BITSET_WORDS]) -> u64 {
+    let and_len = kernels::get().and_bitset_bitset_len;
+    let lo: u64 = LOW_MASKS
+        .iter()
+        .enumerate()
+        .map(|(b, m)| u64::from(and_len(words, m)) << b)
+        .sum();
+    (index_weighted_popcount(words) << 6) + lo
+}
+
+/// `Σ_i i·popcount(words[i])`, with the CPU's popcount instruction
+/// where it has one (detected at run time).
+fn index_weighted_popcount(words: &[u64]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU supports `popcnt` (checked just above).
+            return unsafe { index_weighted_popcount_hw(words) };
+        }
+    }
+    index_weighted_popcount_plain(words)
+}
+
+/// [`index_weighted_popcount_plain`] compiled with `popcnt`.
+///
+/// # Safety
+/// The CPU must support `popcnt`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn index_weighted_popcount_hw(words: &[u64]) -> u64 {
+    index_weighted_popcount_plain(words)
+}
+
+#[inline(always)]
+fn index_weighted_popcount_plain(words: &[u64]) -> u64 {
+    words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| i as u64 * u64::from(w.count_ones()))
+        .sum()
 }
 
 /// Sum of the low 16-bit parts of a container's values, without visiting
@@ -186,17 +225,7 @@ fn low_sum(r: ContainerRef<'_>) -> u64 {
             })
             .sum(),
         ContainerRef::Array(a) => a.iter().map(|&v| u64::from(v)).sum(),
-        // sum = Σ_b 2^b · |{set bits whose low offset has bit b}|: 16
-        // vector AND-popcounts (the engine's kernels) instead of 7
-        // scalar popcounts per word.
-        ContainerRef::Bitset { words, .. } => {
-            let and_len = kernels::get().and_bitset_bitset_len;
-            SUM_MASKS
-                .iter()
-                .enumerate()
-                .map(|(b, m)| u64::from(and_len(words, m)) << b)
-                .sum()
-        }
+        ContainerRef::Bitset { words, .. } => bitset_low_sum(words),
     }
 }
 
@@ -2066,6 +2095,14 @@ mod tests {
             let mut c = ContainerBuf::from_sorted(&vals);
             let want: u64 = vals.iter().map(|&v| u64::from(v)).sum();
             assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
+            if let ContainerRef::Bitset { words, .. } = c.as_ref() {
+                let plain: u64 = words
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| i as u64 * u64::from(w.count_ones()))
+                    .sum();
+                assert_eq!(index_weighted_popcount(&words[..]), plain);
+            }
             c.optimize();
             assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
         }
