@@ -1307,14 +1307,16 @@ impl Txn {
     }
 
     /// Runs `op` over the sources in one merge scan, handing each non-empty
-    /// result container to `sink` in block order. Missing sources are
+    /// result container to `sink` in block order, parsed and as its
+    /// serialized bytes (a source's own bytes where the result is that
+    /// source's container: nothing is copied then). Missing sources are
     /// empty (open point 3). Key counts are the caller's to check.
     fn bm_merge(
         &mut self,
         db: u16,
         op: BitOp,
         keys: &[&[u8]],
-        sink: &mut dyn FnMut(u16, ContainerBuf),
+        sink: &mut dyn FnMut(u16, ContainerRef<'_>, &[u8]),
     ) -> Result<()> {
         let srcs = self.bm_sources(db, keys)?;
         let mut streams: Vec<Option<Stream<'_>>> = srcs
@@ -1359,15 +1361,19 @@ impl Txn {
                             bufs.iter().map(view).collect::<Result<_>>()?;
                         let refs: Vec<ContainerRef<'_>> =
                             views.iter().map(ContainerView::as_ref).collect();
-                        let c = if refs.len() == 1 {
-                            refs[0].to_buf()
-                        } else if refs.len() == 2 {
+                        if refs.len() == 1 {
+                            if !refs[0].is_empty() {
+                                sink(target, refs[0], &bufs[0]);
+                            }
+                            continue;
+                        }
+                        let c = if refs.len() == 2 {
                             setops::and(refs[0], refs[1])
                         } else {
                             setops::intersection_many(&refs)
                         };
                         if !c.is_empty() {
-                            sink(target, c);
+                            sink(target, c.as_ref(), c.as_bytes());
                         }
                     }
                 }
@@ -1392,9 +1398,13 @@ impl Txn {
                         bufs.iter().map(view).collect::<Result<_>>()?;
                     let refs: Vec<ContainerRef<'_>> =
                         views.iter().map(ContainerView::as_ref).collect();
-                    let c = if refs.len() == 1 {
-                        refs[0].to_buf()
-                    } else if op == BitOp::Or {
+                    if refs.len() == 1 {
+                        if !refs[0].is_empty() {
+                            sink(low, refs[0], &bufs[0]);
+                        }
+                        continue;
+                    }
+                    let c = if op == BitOp::Or {
                         if refs.len() == 2 {
                             setops::or(refs[0], refs[1])
                         } else {
@@ -1408,7 +1418,7 @@ impl Txn {
                         acc
                     };
                     if !c.is_empty() {
-                        sink(low, c);
+                        sink(low, c.as_ref(), c.as_bytes());
                     }
                 }
             }
@@ -1432,12 +1442,15 @@ impl Txn {
                             matched = Some(take(bs)?);
                         }
                     }
-                    let c = match &matched {
-                        Some(bb) => setops::andnot(av.as_ref(), view(bb)?.as_ref()),
-                        None => av.as_ref().to_buf(),
-                    };
-                    if !c.is_empty() {
-                        sink(hi, c);
+                    match &matched {
+                        Some(bb) => {
+                            let c = setops::andnot(av.as_ref(), view(bb)?.as_ref());
+                            if !c.is_empty() {
+                                sink(hi, c.as_ref(), c.as_bytes());
+                            }
+                        }
+                        None if !av.as_ref().is_empty() => sink(hi, av.as_ref(), &abytes),
+                        None => {}
                     }
                 }
             }
@@ -1464,7 +1477,7 @@ impl Txn {
                     };
                     c.flip_range(0, up);
                     if !c.is_empty() {
-                        sink(hi, c);
+                        sink(hi, c.as_ref(), c.as_bytes());
                     }
                 }
             }
@@ -1481,10 +1494,37 @@ impl Txn {
     /// (open point 9); nothing is written then.
     pub fn tr_bitop(&mut self, db: u16, dest: &[u8], op: BitOp, srcs: &[&[u8]]) -> Result<u64> {
         self.meta_of(db, dest, Kind::Bitmap)?;
-        let mut out: Vec<(u16, ContainerBuf)> = Vec::new();
-        self.bm_merge(db, op, srcs, &mut |hi, c| out.push((hi, c)))?;
-        let b = Bitmap::from_containers(out).map_err(corrupt)?;
-        self.tr_replace(db, dest, &b)
+        // The result's containers as bytes to store, and its summary
+        // built as they come (census, sum, extremes: as
+        // `summary_of_bitmap`), without an in-memory `Bitmap`.
+        let mut out: Vec<(u16, Vec<u8>)> = Vec::new();
+        let mut s = BitmapSummary::default();
+        self.bm_merge(db, op, srcs, &mut |hi, r, bytes| {
+            if out.is_empty() {
+                s.min = r.min().map_or(0, |lo| join(hi, lo));
+            }
+            s.max = r.max().map_or(0, |lo| join(hi, lo));
+            census(&mut s, r, true);
+            s.sum += container_sum(hi, r);
+            out.push((hi, bytes.to_vec()));
+        })?;
+        self.meta_of(db, dest, Kind::Bitmap)?;
+        let version = self.new_data_version()?;
+        for (hi, bytes) in out {
+            self.data_put(db, dest, version, &hi.to_be_bytes(), bytes);
+        }
+        self.put_meta(
+            db,
+            dest,
+            KeyMeta {
+                version,
+                expire_at_ms: 0,
+                big: false,
+                noint: false,
+                summary: Summary::Bitmap(s),
+            },
+        )?;
+        Ok(s.card)
     }
 
     /// TR.BITOPCARD: the cardinality of `op` over `srcs`; stores nothing.
@@ -1517,7 +1557,7 @@ impl Txn {
             });
         }
         let mut n = 0u64;
-        self.bm_merge(db, op, srcs, &mut |_, c| n += u64::from(c.cardinality()))?;
+        self.bm_merge(db, op, srcs, &mut |_, r, _| n += u64::from(r.cardinality()))?;
         Ok(n)
     }
 
