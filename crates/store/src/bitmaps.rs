@@ -24,8 +24,6 @@
 use std::iter::Peekable;
 use std::sync::Arc;
 
-use roaringd_bitmap::codec::BITSET_WORDS;
-use roaringd_bitmap::kernels;
 use roaringd_bitmap::setops;
 use roaringd_bitmap::{Bitmap, ContainerBuf, ContainerRef, ContainerView, Kind as CKind};
 
@@ -148,69 +146,88 @@ const INDEX_BIT_MASKS: [u64; 6] = [
     0xFFFF_FFFF_0000_0000,
 ];
 
-/// `INDEX_BIT_MASKS` repeated over a whole bitset, for the engine's
-/// vector AND-popcount kernel (48 KiB, built at compile time).
-static LOW_MASKS: [[u64; BITSET_WORDS]; 6] = low_masks();
-
-const fn low_masks() -> [[u64; BITSET_WORDS]; 6] {
-    let mut m = [[0u64; BITSET_WORDS]; 6];
-    let mut b = 0;
-    while b < 6 {
-        let mut i = 0;
-        while i < BITSET_WORDS {
-            m[b][i] = INDEX_BIT_MASKS[b];
-            i += 1;
-        }
-        b += 1;
-    }
-    m
-}
-
-/// Sum of the set bits' indices in a bitset:
-/// `64·Σ_i i·popcount(w_i)` (word index part: one scalar pass) `+
-/// Σ_b 2^b·popcount(words & MASK[b])` (bit-in-word part: six vector
-/// AND-popcounts). Cheaper than sixteen masked vector passes, or seven
-/// scalar popcounts per word (both measured by callgrind).
-fn bitset_low_sum(words: &[u64; BITSET_WORDS]) -> u64 {
-    let and_len = kernels::get().and_bitset_bitset_len;
-    let lo: u64 = LOW_MASKS
+/// Sum of the set bit indices within one word: `Σ_b 2^b·popcount(w & MASK[b])`.
+#[inline(always)]
+fn word_index_sum(w: u64) -> u64 {
+    INDEX_BIT_MASKS
         .iter()
         .enumerate()
-        .map(|(b, m)| u64::from(and_len(words, m)) << b)
-        .sum();
-    (index_weighted_popcount(words) << 6) + lo
+        .map(|(b, &m)| u64::from((w & m).count_ones()) << b)
+        .sum()
 }
 
-/// `Σ_i i·popcount(words[i])`, with the CPU's popcount instruction
-/// where it has one (detected at run time).
-fn index_weighted_popcount(words: &[u64]) -> u64 {
+/// Carry-save adder over three bit vectors: `(carries, sums)`.
+#[inline(always)]
+fn csa(a: u64, b: u64, c: u64) -> (u64, u64) {
+    let u = a ^ b;
+    ((a & b) | (u & c), u ^ c)
+}
+
+/// Sum of the set bits' indices in a bitset. Word-index part:
+/// `64·Σ_i i·popcount(w_i)`. Bit-in-word part: the words are added
+/// column-wise into bit-sliced counters (Harley-Seal carry-save adders,
+/// 16 words per step), and `word_index_sum` is linear in the column
+/// counts, so it is taken of the counter planes only (once per 16 words)
+/// instead of per word. Uses the CPU's popcount instruction where it has
+/// one (detected at run time).
+fn bitset_low_sum(words: &[u64]) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("popcnt") {
             // SAFETY: the CPU supports `popcnt` (checked just above).
-            return unsafe { index_weighted_popcount_hw(words) };
+            return unsafe { bitset_low_sum_hw(words) };
         }
     }
-    index_weighted_popcount_plain(words)
+    bitset_low_sum_plain(words)
 }
 
-/// [`index_weighted_popcount_plain`] compiled with `popcnt`.
+/// [`bitset_low_sum_plain`] compiled with `popcnt`.
 ///
 /// # Safety
 /// The CPU must support `popcnt`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
-unsafe fn index_weighted_popcount_hw(words: &[u64]) -> u64 {
-    index_weighted_popcount_plain(words)
+unsafe fn bitset_low_sum_hw(words: &[u64]) -> u64 {
+    bitset_low_sum_plain(words)
 }
 
 #[inline(always)]
-fn index_weighted_popcount_plain(words: &[u64]) -> u64 {
-    words
+fn bitset_low_sum_plain(words: &[u64]) -> u64 {
+    let weighted: u64 = words
         .iter()
         .enumerate()
         .map(|(i, w)| i as u64 * u64::from(w.count_ones()))
-        .sum()
+        .sum();
+    let (mut ones, mut twos, mut fours, mut eights) = (0u64, 0u64, 0u64, 0u64);
+    let mut sixteens = 0u64;
+    let mut chunks = words.chunks_exact(16);
+    for c in &mut chunks {
+        let (ta, o) = csa(ones, c[0], c[1]);
+        let (tb, o) = csa(o, c[2], c[3]);
+        let (fa, t) = csa(twos, ta, tb);
+        let (ta, o) = csa(o, c[4], c[5]);
+        let (tb, o) = csa(o, c[6], c[7]);
+        let (fb, t) = csa(t, ta, tb);
+        let (ea, f) = csa(fours, fa, fb);
+        let (ta, o) = csa(o, c[8], c[9]);
+        let (tb, o) = csa(o, c[10], c[11]);
+        let (fa, t) = csa(t, ta, tb);
+        let (ta, o) = csa(o, c[12], c[13]);
+        let (tb, o) = csa(o, c[14], c[15]);
+        let (fb, t) = csa(t, ta, tb);
+        let (eb, f) = csa(f, fa, fb);
+        let (s, e) = csa(eights, ea, eb);
+        (ones, twos, fours, eights) = (o, t, f, e);
+        sixteens += word_index_sum(s);
+    }
+    let rest: u64 = chunks.remainder().iter().map(|&w| word_index_sum(w)).sum();
+    (weighted << 6)
+        + 16 * sixteens
+        + 8 * word_index_sum(eights)
+        + 4 * word_index_sum(fours)
+        + 2 * word_index_sum(twos)
+        + word_index_sum(ones)
+        + rest
 }
 
 /// Sum of the low 16-bit parts of a container's values, without visiting
@@ -225,7 +242,7 @@ fn low_sum(r: ContainerRef<'_>) -> u64 {
             })
             .sum(),
         ContainerRef::Array(a) => a.iter().map(|&v| u64::from(v)).sum(),
-        ContainerRef::Bitset { words, .. } => bitset_low_sum(words),
+        ContainerRef::Bitset { words, .. } => bitset_low_sum(&words[..]),
     }
 }
 
@@ -2136,16 +2153,29 @@ mod tests {
             let want: u64 = vals.iter().map(|&v| u64::from(v)).sum();
             assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
             if let ContainerRef::Bitset { words, .. } = c.as_ref() {
-                let plain: u64 = words
-                    .iter()
-                    .enumerate()
-                    .map(|(i, w)| i as u64 * u64::from(w.count_ones()))
-                    .sum();
-                assert_eq!(index_weighted_popcount(&words[..]), plain);
+                assert_eq!(bitset_low_sum_plain(&words[..]), want);
             }
             c.optimize();
             assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
         }
+        // Odd lengths and dense random words (the carry-save path and its remainder).
+        let words: Vec<u64> = (0..1037)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                x ^ (x >> 17)
+            })
+            .collect();
+        for n in [0usize, 1, 15, 16, 17, 1024, 1037] {
+            let w = &words[..n];
+            let want: u64 = (0..n * 64)
+                .filter(|&p| w[p / 64] >> (p % 64) & 1 == 1)
+                .map(|p| p as u64)
+                .sum();
+            assert_eq!(bitset_low_sum(w), want, "{n}");
+            assert_eq!(bitset_low_sum_plain(w), want, "{n}");
+        }
+        let ones = [u64::MAX; 1024];
+        assert_eq!(bitset_low_sum(&ones), 65_535 * 65_536 / 2);
         let full = ContainerBuf::from_range(0, u16::MAX);
         assert_eq!(low_sum(full.as_ref()), 65_535 * 65_536 / 2);
         let b = Bitmap::from_sorted(&[0, 5, 65_536, 70_000, u32::MAX]);
