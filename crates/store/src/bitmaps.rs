@@ -24,8 +24,6 @@
 use std::iter::Peekable;
 use std::sync::Arc;
 
-use roaringd_bitmap::codec::BITSET_WORDS;
-use roaringd_bitmap::kernels;
 use roaringd_bitmap::setops;
 use roaringd_bitmap::{Bitmap, ContainerBuf, ContainerRef, ContainerView, Kind as CKind};
 
@@ -148,30 +146,88 @@ const INDEX_BIT_MASKS: [u64; 6] = [
     0xFFFF_FFFF_0000_0000,
 ];
 
-/// Whole-bitset masks for [`low_sum`]: mask `b` selects the bits whose
-/// low offset has bit `b` set (b < 6: a pattern within each word; b >= 6:
-/// the words whose index has bit `b - 6` set). 128 KiB, built at compile
-/// time.
-static SUM_MASKS: [[u64; BITSET_WORDS]; 16] = sum_masks();
+/// Sum of the set bit indices within one word: `Σ_b 2^b·popcount(w & MASK[b])`.
+#[inline(always)]
+fn word_index_sum(w: u64) -> u64 {
+    INDEX_BIT_MASKS
+        .iter()
+        .enumerate()
+        .map(|(b, &m)| u64::from((w & m).count_ones()) << b)
+        .sum()
+}
 
-const fn sum_masks() -> [[u64; BITSET_WORDS]; 16] {
-    let mut m = [[0u64; BITSET_WORDS]; 16];
-    let mut b = 0;
-    while b < 16 {
-        let mut i = 0;
-        while i < BITSET_WORDS {
-            m[b][i] = if b < 6 {
-                INDEX_BIT_MASKS[b]
-            } else if (i >> (b - 6)) & 1 == 1 {
-                u64::MAX
-            } else {
-                0
-            };
-            i += 1;
+/// Carry-save adder over three bit vectors: `(carries, sums)`.
+#[inline(always)]
+fn csa(a: u64, b: u64, c: u64) -> (u64, u64) {
+    let u = a ^ b;
+    ((a & b) | (u & c), u ^ c)
+}
+
+/// Sum of the set bits' indices in a bitset. Word-index part:
+/// `64·Σ_i i·popcount(w_i)`. Bit-in-word part: the words are added
+/// column-wise into bit-sliced counters (Harley-Seal carry-save adders,
+/// 16 words per step), and `word_index_sum` is linear in the column
+/// counts, so it is taken of the counter planes only (once per 16 words)
+/// instead of per word. Uses the CPU's popcount instruction where it has
+/// one (detected at run time).
+fn bitset_low_sum(words: &[u64]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU supports `popcnt` (checked just above).
+            return unsafe { bitset_low_sum_hw(words) };
         }
-        b += 1;
     }
-    m
+    bitset_low_sum_plain(words)
+}
+
+/// [`bitset_low_sum_plain`] compiled with `popcnt`.
+///
+/// # Safety
+/// The CPU must support `popcnt`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn bitset_low_sum_hw(words: &[u64]) -> u64 {
+    bitset_low_sum_plain(words)
+}
+
+#[inline(always)]
+fn bitset_low_sum_plain(words: &[u64]) -> u64 {
+    let weighted: u64 = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| i as u64 * u64::from(w.count_ones()))
+        .sum();
+    let (mut ones, mut twos, mut fours, mut eights) = (0u64, 0u64, 0u64, 0u64);
+    let mut sixteens = 0u64;
+    let mut chunks = words.chunks_exact(16);
+    for c in &mut chunks {
+        let (ta, o) = csa(ones, c[0], c[1]);
+        let (tb, o) = csa(o, c[2], c[3]);
+        let (fa, t) = csa(twos, ta, tb);
+        let (ta, o) = csa(o, c[4], c[5]);
+        let (tb, o) = csa(o, c[6], c[7]);
+        let (fb, t) = csa(t, ta, tb);
+        let (ea, f) = csa(fours, fa, fb);
+        let (ta, o) = csa(o, c[8], c[9]);
+        let (tb, o) = csa(o, c[10], c[11]);
+        let (fa, t) = csa(t, ta, tb);
+        let (ta, o) = csa(o, c[12], c[13]);
+        let (tb, o) = csa(o, c[14], c[15]);
+        let (fb, t) = csa(t, ta, tb);
+        let (eb, f) = csa(f, fa, fb);
+        let (s, e) = csa(eights, ea, eb);
+        (ones, twos, fours, eights) = (o, t, f, e);
+        sixteens += word_index_sum(s);
+    }
+    let rest: u64 = chunks.remainder().iter().map(|&w| word_index_sum(w)).sum();
+    (weighted << 6)
+        + 16 * sixteens
+        + 8 * word_index_sum(eights)
+        + 4 * word_index_sum(fours)
+        + 2 * word_index_sum(twos)
+        + word_index_sum(ones)
+        + rest
 }
 
 /// Sum of the low 16-bit parts of a container's values, without visiting
@@ -186,17 +242,7 @@ fn low_sum(r: ContainerRef<'_>) -> u64 {
             })
             .sum(),
         ContainerRef::Array(a) => a.iter().map(|&v| u64::from(v)).sum(),
-        // sum = Σ_b 2^b · |{set bits whose low offset has bit b}|: 16
-        // vector AND-popcounts (the engine's kernels) instead of 7
-        // scalar popcounts per word.
-        ContainerRef::Bitset { words, .. } => {
-            let and_len = kernels::get().and_bitset_bitset_len;
-            SUM_MASKS
-                .iter()
-                .enumerate()
-                .map(|(b, m)| u64::from(and_len(words, m)) << b)
-                .sum()
-        }
+        ContainerRef::Bitset { words, .. } => bitset_low_sum(&words[..]),
     }
 }
 
@@ -1278,14 +1324,16 @@ impl Txn {
     }
 
     /// Runs `op` over the sources in one merge scan, handing each non-empty
-    /// result container to `sink` in block order. Missing sources are
+    /// result container to `sink` in block order, parsed and as its
+    /// serialized bytes (a source's own bytes where the result is that
+    /// source's container: nothing is copied then). Missing sources are
     /// empty (open point 3). Key counts are the caller's to check.
     fn bm_merge(
         &mut self,
         db: u16,
         op: BitOp,
         keys: &[&[u8]],
-        sink: &mut dyn FnMut(u16, ContainerBuf),
+        sink: &mut dyn FnMut(u16, ContainerRef<'_>, &[u8]),
     ) -> Result<()> {
         let srcs = self.bm_sources(db, keys)?;
         let mut streams: Vec<Option<Stream<'_>>> = srcs
@@ -1330,15 +1378,19 @@ impl Txn {
                             bufs.iter().map(view).collect::<Result<_>>()?;
                         let refs: Vec<ContainerRef<'_>> =
                             views.iter().map(ContainerView::as_ref).collect();
-                        let c = if refs.len() == 1 {
-                            refs[0].to_buf()
-                        } else if refs.len() == 2 {
+                        if refs.len() == 1 {
+                            if !refs[0].is_empty() {
+                                sink(target, refs[0], &bufs[0]);
+                            }
+                            continue;
+                        }
+                        let c = if refs.len() == 2 {
                             setops::and(refs[0], refs[1])
                         } else {
                             setops::intersection_many(&refs)
                         };
                         if !c.is_empty() {
-                            sink(target, c);
+                            sink(target, c.as_ref(), c.as_bytes());
                         }
                     }
                 }
@@ -1363,9 +1415,13 @@ impl Txn {
                         bufs.iter().map(view).collect::<Result<_>>()?;
                     let refs: Vec<ContainerRef<'_>> =
                         views.iter().map(ContainerView::as_ref).collect();
-                    let c = if refs.len() == 1 {
-                        refs[0].to_buf()
-                    } else if op == BitOp::Or {
+                    if refs.len() == 1 {
+                        if !refs[0].is_empty() {
+                            sink(low, refs[0], &bufs[0]);
+                        }
+                        continue;
+                    }
+                    let c = if op == BitOp::Or {
                         if refs.len() == 2 {
                             setops::or(refs[0], refs[1])
                         } else {
@@ -1379,7 +1435,7 @@ impl Txn {
                         acc
                     };
                     if !c.is_empty() {
-                        sink(low, c);
+                        sink(low, c.as_ref(), c.as_bytes());
                     }
                 }
             }
@@ -1403,12 +1459,15 @@ impl Txn {
                             matched = Some(take(bs)?);
                         }
                     }
-                    let c = match &matched {
-                        Some(bb) => setops::andnot(av.as_ref(), view(bb)?.as_ref()),
-                        None => av.as_ref().to_buf(),
-                    };
-                    if !c.is_empty() {
-                        sink(hi, c);
+                    match &matched {
+                        Some(bb) => {
+                            let c = setops::andnot(av.as_ref(), view(bb)?.as_ref());
+                            if !c.is_empty() {
+                                sink(hi, c.as_ref(), c.as_bytes());
+                            }
+                        }
+                        None if !av.as_ref().is_empty() => sink(hi, av.as_ref(), &abytes),
+                        None => {}
                     }
                 }
             }
@@ -1435,7 +1494,7 @@ impl Txn {
                     };
                     c.flip_range(0, up);
                     if !c.is_empty() {
-                        sink(hi, c);
+                        sink(hi, c.as_ref(), c.as_bytes());
                     }
                 }
             }
@@ -1452,10 +1511,37 @@ impl Txn {
     /// (open point 9); nothing is written then.
     pub fn tr_bitop(&mut self, db: u16, dest: &[u8], op: BitOp, srcs: &[&[u8]]) -> Result<u64> {
         self.meta_of(db, dest, Kind::Bitmap)?;
-        let mut out: Vec<(u16, ContainerBuf)> = Vec::new();
-        self.bm_merge(db, op, srcs, &mut |hi, c| out.push((hi, c)))?;
-        let b = Bitmap::from_containers(out).map_err(corrupt)?;
-        self.tr_replace(db, dest, &b)
+        // The result's containers as bytes to store, and its summary
+        // built as they come (census, sum, extremes: as
+        // `summary_of_bitmap`), without an in-memory `Bitmap`.
+        let mut out: Vec<(u16, Vec<u8>)> = Vec::new();
+        let mut s = BitmapSummary::default();
+        self.bm_merge(db, op, srcs, &mut |hi, r, bytes| {
+            if out.is_empty() {
+                s.min = r.min().map_or(0, |lo| join(hi, lo));
+            }
+            s.max = r.max().map_or(0, |lo| join(hi, lo));
+            census(&mut s, r, true);
+            s.sum += container_sum(hi, r);
+            out.push((hi, bytes.to_vec()));
+        })?;
+        self.meta_of(db, dest, Kind::Bitmap)?;
+        let version = self.new_data_version()?;
+        for (hi, bytes) in out {
+            self.data_put(db, dest, version, &hi.to_be_bytes(), bytes);
+        }
+        self.put_meta(
+            db,
+            dest,
+            KeyMeta {
+                version,
+                expire_at_ms: 0,
+                big: false,
+                noint: false,
+                summary: Summary::Bitmap(s),
+            },
+        )?;
+        Ok(s.card)
     }
 
     /// TR.BITOPCARD: the cardinality of `op` over `srcs`; stores nothing.
@@ -1488,7 +1574,7 @@ impl Txn {
             });
         }
         let mut n = 0u64;
-        self.bm_merge(db, op, srcs, &mut |_, c| n += u64::from(c.cardinality()))?;
+        self.bm_merge(db, op, srcs, &mut |_, r, _| n += u64::from(r.cardinality()))?;
         Ok(n)
     }
 
@@ -2066,9 +2152,30 @@ mod tests {
             let mut c = ContainerBuf::from_sorted(&vals);
             let want: u64 = vals.iter().map(|&v| u64::from(v)).sum();
             assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
+            if let ContainerRef::Bitset { words, .. } = c.as_ref() {
+                assert_eq!(bitset_low_sum_plain(&words[..]), want);
+            }
             c.optimize();
             assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
         }
+        // Odd lengths and dense random words (the carry-save path and its remainder).
+        let words: Vec<u64> = (0..1037)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                x ^ (x >> 17)
+            })
+            .collect();
+        for n in [0usize, 1, 15, 16, 17, 1024, 1037] {
+            let w = &words[..n];
+            let want: u64 = (0..n * 64)
+                .filter(|&p| w[p / 64] >> (p % 64) & 1 == 1)
+                .map(|p| p as u64)
+                .sum();
+            assert_eq!(bitset_low_sum(w), want, "{n}");
+            assert_eq!(bitset_low_sum_plain(w), want, "{n}");
+        }
+        let ones = [u64::MAX; 1024];
+        assert_eq!(bitset_low_sum(&ones), 65_535 * 65_536 / 2);
         let full = ContainerBuf::from_range(0, u16::MAX);
         assert_eq!(low_sum(full.as_ref()), 65_535 * 65_536 / 2);
         let b = Bitmap::from_sorted(&[0, 5, 65_536, 70_000, u32::MAX]);
