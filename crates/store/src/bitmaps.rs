@@ -972,6 +972,19 @@ impl Txn {
             self.data_put(db, key, version, &hi.to_be_bytes(), c.as_bytes().to_vec());
         }
         let s = summary_of_bitmap(b);
+        self.put_new_bitmap_meta(db, key, version, s)?;
+        Ok(s.card)
+    }
+
+    /// Writes the meta of a bitmap stored under the fresh `version` (no
+    /// expiry: a replaced key loses its TTL).
+    fn put_new_bitmap_meta(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        s: BitmapSummary,
+    ) -> Result<()> {
         self.put_meta(
             db,
             key,
@@ -982,8 +995,7 @@ impl Txn {
                 noint: false,
                 summary: Summary::Bitmap(s),
             },
-        )?;
-        Ok(s.card)
+        )
     }
 
     /// TR.OPTIMIZE: re-encodes each container in its smallest form (runs
@@ -1530,17 +1542,7 @@ impl Txn {
         for (hi, bytes) in out {
             self.data_put(db, dest, version, &hi.to_be_bytes(), bytes);
         }
-        self.put_meta(
-            db,
-            dest,
-            KeyMeta {
-                version,
-                expire_at_ms: 0,
-                big: false,
-                noint: false,
-                summary: Summary::Bitmap(s),
-            },
-        )?;
+        self.put_new_bitmap_meta(db, dest, version, s)?;
         Ok(s.card)
     }
 
