@@ -409,6 +409,30 @@ where
     }
 }
 
+/// Hands one block's result to `sink`: a lone source container as its own
+/// bytes (nothing copied; skipped when empty), else what `combine` builds
+/// from the two or more containers, when non-empty.
+fn sink_block(
+    hi: u16,
+    bufs: &[Bytes],
+    sink: &mut dyn FnMut(u16, ContainerRef<'_>, &[u8]),
+    combine: impl FnOnce(&[ContainerRef<'_>]) -> ContainerBuf,
+) -> Result<()> {
+    let views: Vec<ContainerView<'_>> = bufs.iter().map(view).collect::<Result<_>>()?;
+    let refs: Vec<ContainerRef<'_>> = views.iter().map(ContainerView::as_ref).collect();
+    if let [only] = refs[..] {
+        if !only.is_empty() {
+            sink(hi, only, &bufs[0]);
+        }
+        return Ok(());
+    }
+    let c = combine(&refs);
+    if !c.is_empty() {
+        sink(hi, c.as_ref(), c.as_bytes());
+    }
+    Ok(())
+}
+
 /// Takes the head entry's container bytes.
 fn take(s: &mut Stream<'_>) -> Result<Bytes> {
     match s.next() {
@@ -1386,24 +1410,10 @@ impl Txn {
                     }
                     if all {
                         let bufs: Vec<Bytes> = ss.iter_mut().map(take).collect::<Result<_>>()?;
-                        let views: Vec<ContainerView<'_>> =
-                            bufs.iter().map(view).collect::<Result<_>>()?;
-                        let refs: Vec<ContainerRef<'_>> =
-                            views.iter().map(ContainerView::as_ref).collect();
-                        if refs.len() == 1 {
-                            if !refs[0].is_empty() {
-                                sink(target, refs[0], &bufs[0]);
-                            }
-                            continue;
-                        }
-                        let c = if refs.len() == 2 {
-                            setops::and(refs[0], refs[1])
-                        } else {
-                            setops::intersection_many(&refs)
-                        };
-                        if !c.is_empty() {
-                            sink(target, c.as_ref(), c.as_bytes());
-                        }
+                        sink_block(target, &bufs, sink, |refs| match refs {
+                            [a, b] => setops::and(*a, *b),
+                            _ => setops::intersection_many(refs),
+                        })?;
                     }
                 }
             }
@@ -1423,32 +1433,17 @@ impl Txn {
                             bufs.push(take(s)?);
                         }
                     }
-                    let views: Vec<ContainerView<'_>> =
-                        bufs.iter().map(view).collect::<Result<_>>()?;
-                    let refs: Vec<ContainerRef<'_>> =
-                        views.iter().map(ContainerView::as_ref).collect();
-                    if refs.len() == 1 {
-                        if !refs[0].is_empty() {
-                            sink(low, refs[0], &bufs[0]);
+                    sink_block(low, &bufs, sink, |refs| match (op, refs) {
+                        (BitOp::Or, [a, b]) => setops::or(*a, *b),
+                        (BitOp::Or, _) => setops::union_many(refs),
+                        _ => {
+                            let mut acc = setops::xor(refs[0], refs[1]);
+                            for r in &refs[2..] {
+                                setops::xor_in_place(&mut acc, *r);
+                            }
+                            acc
                         }
-                        continue;
-                    }
-                    let c = if op == BitOp::Or {
-                        if refs.len() == 2 {
-                            setops::or(refs[0], refs[1])
-                        } else {
-                            setops::union_many(&refs)
-                        }
-                    } else {
-                        let mut acc = setops::xor(refs[0], refs[1]);
-                        for r in &refs[2..] {
-                            setops::xor_in_place(&mut acc, *r);
-                        }
-                        acc
-                    };
-                    if !c.is_empty() {
-                        sink(low, c.as_ref(), c.as_bytes());
-                    }
+                    })?;
                 }
             }
             BitOp::Diff => {
