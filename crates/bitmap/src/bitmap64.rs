@@ -15,6 +15,14 @@ fn split(v: u64) -> (u32, u32) {
     ((v >> 32) as u32, v as u32)
 }
 
+/// The low-32-bit span of bucket `h` inside the range from `start` to
+/// `end` (both split by [`split`]; `h` between their buckets).
+fn span_in(h: u32, (sh, sl): (u32, u32), (eh, el): (u32, u32)) -> (u32, u32) {
+    let lo = if h == sh { sl } else { 0 };
+    let hi = if h == eh { el } else { u32::MAX };
+    (lo, hi)
+}
+
 impl Bitmap64 {
     /// An empty bitmap.
     pub fn new() -> Self {
@@ -100,8 +108,7 @@ impl Bitmap64 {
         let (sh, sl) = split(start);
         let (eh, el) = split(end);
         for h in sh..=eh {
-            let lo = if h == sh { sl } else { 0 };
-            let hi = if h == eh { el } else { u32::MAX };
+            let (lo, hi) = span_in(h, (sh, sl), (eh, el));
             self.buckets.entry(h).or_default().add_range(lo, hi);
         }
     }
@@ -118,8 +125,7 @@ impl Bitmap64 {
         let (eh, el) = split(end);
         let keys: Vec<u32> = self.buckets.range(sh..=eh).map(|(k, _)| *k).collect();
         for h in keys {
-            let lo = if h == sh { sl } else { 0 };
-            let hi = if h == eh { el } else { u32::MAX };
+            let (lo, hi) = span_in(h, (sh, sl), (eh, el));
             if lo == 0 && hi == u32::MAX {
                 self.buckets.remove(&h);
                 continue;
@@ -144,8 +150,7 @@ impl Bitmap64 {
         let (sh, sl) = split(start);
         let (eh, el) = split(end);
         for h in sh..=eh {
-            let lo = if h == sh { sl } else { 0 };
-            let hi = if h == eh { el } else { u32::MAX };
+            let (lo, hi) = span_in(h, (sh, sl), (eh, el));
             let b = self.buckets.entry(h).or_default();
             b.flip_range(lo, hi);
             if b.is_empty() {
