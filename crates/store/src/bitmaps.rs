@@ -5,12 +5,17 @@
 //! one `data` entry per non-empty container: subkey = the container's block
 //! (high 16 bits) as 2 bytes big-endian, so entries sort numerically; value =
 //! the container's serialized bytes exactly as the bitmap engine keeps them.
-//! Stored bytes are untrusted: every read goes through
+//! A container of [`delta::DELTA_MIN_BYTES`] or more may also carry up to
+//! [`delta::MAX_DELTAS`] delta entries (small edits stored beside it, see
+//! [`crate::bitmap_delta`]); every read sees the container with them
+//! applied. Stored bytes are untrusted: every read goes through
 //! [`ContainerView::parse`], and a bad entry is `Corrupt`, never a panic.
 //!
 //! Costs: TR.BITCOUNT (whole key), TR.MIN, TR.MAX, TR.STAT read `meta` only;
-//! a single-bit write reads and writes one container entry and `meta` (plus
-//! one seek when it empties the container holding the minimum or maximum).
+//! a single-bit write reads one container and writes `meta` and either the
+//! container entry (small containers, every 64th edit of a big one: the
+//! fold) or a 3-byte delta entry (plus one seek when it empties the
+//! container holding the minimum or maximum).
 //! DEL and overwrites are O(1) through the key version (stale containers go
 //! with the data GC). Multi-key operations ([`Txn::tr_bitop`] and friends)
 //! merge-scan the sources' container entries in block order, holding one
@@ -22,12 +27,14 @@
 //! values written by whole-value replacements carry no TTL (open point 14).
 
 use std::iter::Peekable;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use roaringd_bitmap::setops;
 use roaringd_bitmap::{Bitmap, ContainerBuf, ContainerRef, ContainerView, Kind as CKind};
 
-use crate::container_cache::{padded, ContainerCache, Snap, PAD};
+use crate::bitmap_delta::{self as delta, Folded, FoldedBlock};
+use crate::container_cache::{deltas_of, padded, ContainerCache, Snap, PAD};
 use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::kv::Space;
@@ -101,7 +108,7 @@ impl ContainerBytes for Bytes {
     /// structure checks run again.
     fn checked_view(&self) -> Result<ContainerView<'_>> {
         match self {
-            Bytes::Owned(v) => v.checked_view(),
+            Bytes::Owned(v, _) => v.checked_view(),
             // SAFETY: cache entries hold validated or engine-encoded
             // container bytes only (see above); the cache never changes
             // an entry's bytes in place.
@@ -117,13 +124,15 @@ fn view<B: ContainerBytes + ?Sized>(bytes: &B) -> Result<ContainerView<'_>> {
     bytes.checked_view()
 }
 
-/// The block a container subkey names.
-fn block_of(sub: &[u8]) -> Result<u16> {
-    match sub {
-        [a, b] => Ok(u16::from_be_bytes([*a, *b])),
-        _ => Err(StoreError::corrupt(
-            "bitmap container subkey is not 2 bytes",
-        )),
+/// Raw `(subkey, value)` data entries of one key version.
+type RawEntries<'a> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + 'a>;
+
+/// The first container of `entries` with its deltas applied, as
+/// `(bytes, deltas)`, when it is `block`'s.
+fn fold_first(entries: RawEntries<'_>, block: u16) -> Result<Option<(Vec<u8>, u16)>> {
+    match Folded::new(entries, false).next().transpose()? {
+        Some((b, v, n)) if b == block => Ok(Some((v, n))),
+        _ => Ok(None),
     }
 }
 
@@ -309,21 +318,32 @@ fn summary_of_bitmap(b: &Bitmap) -> BitmapSummary {
     s
 }
 
-/// Container bytes as read: owned (from this `Txn`'s overlay or a `Kv`
-/// read that was not cached) or shared with the container cache (a
-/// [`padded`] value). Either way the same serialized bytes, parsed
-/// through [`view`] before use.
+/// Container bytes as read, deltas applied: owned (from this `Txn`'s
+/// overlay or a `Kv` read that was not cached; with the number of delta
+/// entries stored for the container) or shared with the container cache
+/// (a [`padded`] value, which carries that number). Either way the same
+/// serialized bytes, parsed through [`view`] before use.
 #[derive(Clone, Debug)]
 enum Bytes {
-    Owned(Vec<u8>),
+    Owned(Vec<u8>, u16),
     Shared(Arc<[u8]>),
+}
+
+impl Bytes {
+    /// Number of delta entries stored beside the container.
+    fn deltas(&self) -> u16 {
+        match self {
+            Bytes::Owned(_, n) => *n,
+            Bytes::Shared(a) => deltas_of(a),
+        }
+    }
 }
 
 impl std::ops::Deref for Bytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            Bytes::Owned(v) => v,
+            Bytes::Owned(v, _) => v,
             Bytes::Shared(a) => &a[PAD..],
         }
     }
@@ -352,10 +372,10 @@ fn key_bytes(s: &BitmapSummary) -> u64 {
     s.kinds.iter().map(|k| k.bytes).sum()
 }
 
-/// A `Kv` scan of a key version's containers that fills the container
-/// cache as it goes and, when `dir` and the scan runs to its end, the
-/// key version's directory. Fills are refused if a container commit ran
-/// since `snap` (see `container_cache`).
+/// A `Kv` scan of a key version's containers (deltas applied) that fills
+/// the container cache as it goes and, when `dir` and the scan runs to its
+/// end, the key version's directory. Fills are refused if a container
+/// commit ran since `snap` (see `container_cache`).
 struct FillScan<'a, I> {
     inner: I,
     cache: &'a ContainerCache,
@@ -367,7 +387,7 @@ struct FillScan<'a, I> {
 
 impl<I> Iterator for FillScan<'_, I>
 where
-    I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>,
+    I: Iterator<Item = Result<FoldedBlock>>,
 {
     type Item = Result<(u16, Bytes)>;
 
@@ -383,14 +403,7 @@ where
                 self.dir = None;
                 Some(Err(e))
             }
-            Some(Ok((sub, v))) => {
-                let hi = match block_of(&sub) {
-                    Ok(h) => h,
-                    Err(e) => {
-                        self.dir = None;
-                        return Some(Err(e));
-                    }
-                };
+            Some(Ok((hi, v, n))) => {
                 if let Some(d) = self.dir.as_mut() {
                     d.push(hi);
                 }
@@ -400,7 +413,7 @@ where
                     self.dir = None;
                     return Some(Err(e));
                 }
-                let a = padded(&v);
+                let a = padded(&v, n);
                 self.cache
                     .fill_container(self.version, hi, Arc::clone(&a), self.snap);
                 Some(Ok((hi, Bytes::Shared(a))))
@@ -485,12 +498,13 @@ impl Txn {
         Ok(card)
     }
 
-    /// The bytes of container `hi` of a key version: this `Txn`'s own
-    /// pending write, else the container cache, else the `Kv` (then
-    /// cached). A cached directory without `hi` answers "absent" without a
-    /// `Kv` read. `s`: the version's summary, when the caller has it: on a
-    /// miss a small key is then warmed whole ([`Txn::bm_warm`]), so that
-    /// later reads of absent blocks need no `Kv` read either.
+    /// The bytes of container `hi` of a key version, deltas applied: with
+    /// this `Txn`'s own writes to the block when it made any, else from
+    /// the container cache, else the `Kv` (then cached). A cached
+    /// directory without `hi` answers "absent" without a `Kv` read. `s`:
+    /// the version's summary, when the caller has it: on a miss a small
+    /// key is then warmed whole ([`Txn::bm_warm`]), so that later reads of
+    /// absent blocks need no `Kv` read either.
     fn bm_get(
         &self,
         db: u16,
@@ -499,36 +513,61 @@ impl Txn {
         hi: u16,
         s: Option<&BitmapSummary>,
     ) -> Result<Option<Bytes>> {
-        let sub = hi.to_be_bytes();
-        let (dk, s) = if self.data_overlay_is_empty() {
-            (None, s)
+        let s = if self.data_overlay_is_empty() {
+            s
         } else {
-            let dk = keys::data_key(db, key, version, &sub);
-            if let Some(v) = self.data_overlay(&dk) {
-                return Ok(v.map(|b| Bytes::Owned(b.to_vec())));
+            if self.data_overlay_has_prefix(&keys::data_key(db, key, version, &hi.to_be_bytes())) {
+                let after = hi.checked_sub(1).map(|b| delta::delta_sub(b, u16::MAX));
+                let entries =
+                    self.data_iter(db, key, version, after.as_ref().map(|a| &a[..]), false);
+                return Ok(fold_first(Box::new(entries), hi)?.map(|(v, n)| Bytes::Owned(v, n)));
             }
             // The overlay may hold other blocks of the key: no warming.
-            (Some(dk), None)
+            None
         };
-        self.bm_get_stored(db, key, version, hi, dk, s)
+        self.bm_get_stored(db, key, version, hi, s)
     }
 
-    /// As [`Txn::bm_get`] for a key version this `Txn` has not written
-    /// (`dk`: its data key when already built; `warm`: its summary when
-    /// it may be warmed).
+    /// Container `hi` of a key version with its deltas, from the `Kv` (one
+    /// short range read: the container entry and its deltas).
+    fn bm_read_block(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        hi: u16,
+    ) -> Result<Option<(Vec<u8>, u16)>> {
+        let first = keys::data_key(db, key, version, &hi.to_be_bytes());
+        let last = keys::data_key(db, key, version, &delta::delta_sub(hi, u16::MAX));
+        let plen = first.len() - 2;
+        let entries = self
+            .inner
+            .kv
+            .range(
+                Space::Data,
+                Bound::Included(&first),
+                Bound::Included(&last),
+                false,
+            )
+            .map(move |r| r.map(|(k, v)| (k[plen..].to_vec(), v)));
+        fold_first(Box::new(entries), hi)
+    }
+
+    /// As [`Txn::bm_get`] for a block this `Txn` has not written (`warm`:
+    /// the version's summary when the key may be warmed).
     fn bm_get_stored(
         &self,
         db: u16,
         key: &[u8],
         version: u64,
         hi: u16,
-        dk: Option<Vec<u8>>,
         warm: Option<&BitmapSummary>,
     ) -> Result<Option<Bytes>> {
         let cc = &self.inner.ccache;
         if !cc.enabled() {
-            let dk = dk.unwrap_or_else(|| keys::data_key(db, key, version, &hi.to_be_bytes()));
-            return Ok(self.inner.kv.get(Space::Data, &dk)?.map(Bytes::Owned));
+            return Ok(self
+                .bm_read_block(db, key, version, hi)?
+                .map(|(v, n)| Bytes::Owned(v, n)));
         }
         if let Some(b) = cc.container(version, hi) {
             return Ok(Some(Bytes::Shared(b)));
@@ -546,12 +585,11 @@ impl Txn {
             }
         }
         let snap = cc.snapshot(version);
-        let dk = dk.unwrap_or_else(|| keys::data_key(db, key, version, &hi.to_be_bytes()));
-        match self.inner.kv.get(Space::Data, &dk)? {
-            Some(v) => {
+        match self.bm_read_block(db, key, version, hi)? {
+            Some((v, n)) => {
                 // Validated once here (see `ContainerBytes for Bytes`).
                 view(&v)?;
-                let a = padded(&v);
+                let a = padded(&v, n);
                 cc.fill_container(version, hi, Arc::clone(&a), snap);
                 Ok(Some(Bytes::Shared(a)))
             }
@@ -570,7 +608,7 @@ impl Txn {
             return None;
         }
         let scan = FillScan {
-            inner: self.data_iter(db, key, version, None, false),
+            inner: Folded::new(self.data_iter(db, key, version, None, false), false),
             cache: cc,
             version,
             snap: cc.snapshot(version),
@@ -582,7 +620,8 @@ impl Txn {
         cc.dir(version)
     }
 
-    /// The container of block `hi` of a key version, owned.
+    /// The container of block `hi` of a key version, owned, with the
+    /// number of its delta entries.
     fn bm_container(
         &self,
         db: u16,
@@ -590,9 +629,9 @@ impl Txn {
         version: u64,
         hi: u16,
         s: Option<&BitmapSummary>,
-    ) -> Result<Option<ContainerBuf>> {
+    ) -> Result<Option<(ContainerBuf, u16)>> {
         match self.bm_get(db, key, version, hi, s)? {
-            Some(b) => Ok(Some(view(&b)?.to_buf())),
+            Some(b) => Ok(Some((view(&b)?.to_buf(), b.deltas()))),
             None => Ok(None),
         }
     }
@@ -604,6 +643,64 @@ impl Txn {
             let dk = keys::data_key(db, key, version, &hi.to_be_bytes());
             self.cc_pending.record(version, hi, dk);
         }
+    }
+
+    /// Stores `ops` (the bits that change, in order) as delta number `seq`
+    /// of container `hi`, whose content after them is `new`.
+    fn bm_put_delta(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        e: &mut Edit,
+        hi: u16,
+        seq: u16,
+        (ops, new): (&[(u16, bool)], &ContainerBuf),
+    ) {
+        let sub = delta::delta_sub(hi, seq);
+        let version = e.meta.version;
+        self.data_put(db, key, version, &sub, delta::encode_ops(ops));
+        e.s.deltas += 1;
+        if self.inner.ccache.enabled() {
+            let dk = keys::data_key(db, key, version, &sub);
+            let container = padded(new.as_bytes(), seq + 1);
+            self.cc_pending.record_delta(version, hi, dk, container);
+        }
+    }
+
+    /// Deletes the `n` delta entries of container `hi` (its container
+    /// entry is rewritten or deleted in the same batch).
+    fn bm_drop_deltas(&mut self, db: u16, key: &[u8], e: &mut Edit, hi: u16, n: u16) {
+        for seq in 0..n {
+            self.data_delete(db, key, e.meta.version, &delta::delta_sub(hi, seq));
+        }
+        e.s.deltas = e.s.deltas.saturating_sub(u64::from(n));
+    }
+
+    /// True when a write of `ops` to container `hi` (now `new`, with `n`
+    /// deltas stored) is kept as a delta entry rather than a rewrite: the
+    /// container is big, it has room for one more delta, the edit is
+    /// small, and this `Txn` has not written the block yet (its reads of
+    /// the block would then need the overlay folded).
+    fn bm_delta_fits(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        hi: u16,
+        (n, ops, new): (u16, &[(u16, bool)], &ContainerBuf),
+    ) -> bool {
+        !ops.is_empty()
+            && ops.len() <= delta::MAX_DELTA_OPS
+            && n + 1 < delta::MAX_DELTAS
+            && new.as_bytes().len() >= delta::DELTA_MIN_BYTES
+            && !new.is_empty()
+            && (self.data_overlay_is_empty()
+                || !self.data_overlay_has_prefix(&keys::data_key(
+                    db,
+                    key,
+                    version,
+                    &hi.to_be_bytes(),
+                )))
     }
 
     /// The container entries of a key version from block `from` upward
@@ -638,7 +735,7 @@ impl Txn {
                 };
                 let key = key.to_vec();
                 let it: EntryIter<'_> = Box::new(blocks.into_iter().map(move |hi| {
-                    match self.bm_get_stored(db, &key, version, hi, None, None)? {
+                    match self.bm_get_stored(db, &key, version, hi, None)? {
                         Some(b) => Ok((hi, b)),
                         None => Err(StoreError::corrupt(
                             "bitmap container directory names a container that is not stored",
@@ -648,12 +745,18 @@ impl Txn {
                 return it.peekable();
             }
         }
-        let after: Option<[u8; 2]> = if reverse {
-            from.checked_add(1).map(u16::to_be_bytes)
+        // Exclusive cursors: past block `from - 1`'s last possible delta
+        // going up, block `from + 1`'s container going down.
+        let after: Option<Vec<u8>> = if reverse {
+            from.checked_add(1).map(|b| b.to_be_bytes().to_vec())
         } else {
-            from.checked_sub(1).map(u16::to_be_bytes)
+            from.checked_sub(1)
+                .map(|b| delta::delta_sub(b, u16::MAX).to_vec())
         };
-        let scan = self.data_iter(db, key, version, after.as_ref().map(|a| &a[..]), reverse);
+        let scan = Folded::new(
+            self.data_iter(db, key, version, after.as_deref(), reverse),
+            reverse,
+        );
         let it: EntryIter<'_> = if clean && key_bytes(s) <= cc.capacity() / 8 {
             Box::new(FillScan {
                 inner: scan,
@@ -663,7 +766,7 @@ impl Txn {
                 dir: (from == 0 && !reverse).then(Vec::new),
             })
         } else {
-            Box::new(scan.map(|r| r.and_then(|(sub, v)| Ok((block_of(&sub)?, Bytes::Owned(v))))))
+            Box::new(scan.map(|r| r.map(|(hi, v, n)| (hi, Bytes::Owned(v, n)))))
         };
         it.peekable()
     }
@@ -712,17 +815,21 @@ impl Txn {
     }
 
     /// Replaces container `hi` (`old` = its previous content, `None` when
-    /// absent) by `new`, keeping the summary exact. `sum_delta`: the change
-    /// of the offsets' sum when the caller knows it (single-bit edits),
-    /// else it is computed from both containers.
+    /// absent, stored with `n` delta entries) by `new`, keeping the summary
+    /// exact. `ops`: the bits that changed, in order, when the caller has
+    /// them: a small edit of a big container is then stored as a delta
+    /// entry ([`Txn::bm_delta_fits`]); otherwise the container entry is
+    /// rewritten (or deleted when `new` is empty) and its deltas deleted.
+    /// `sum_delta`: the change of the offsets' sum when the caller knows
+    /// it (single-bit edits), else it is computed from both containers.
     fn bm_put(
         &mut self,
         db: u16,
         key: &[u8],
         e: &mut Edit,
         hi: u16,
-        (old, new): (Option<ContainerRef<'_>>, &ContainerBuf),
-        sum_delta: Option<i128>,
+        (old, new, n): (Option<ContainerRef<'_>>, &ContainerBuf, u16),
+        (ops, sum_delta): (Option<delta::Ops<'_>>, Option<i128>),
     ) -> Result<()> {
         let was_empty = e.s.card == 0;
         let delta = match sum_delta {
@@ -738,14 +845,25 @@ impl Txn {
         census(&mut e.s, new.as_ref(), true);
         e.s.sum = u64::try_from(i128::from(e.s.sum) + delta).unwrap_or(0);
         let sub = hi.to_be_bytes();
-        if new.is_empty() {
-            if old.is_some() {
-                self.data_delete(db, key, e.meta.version, &sub);
-                self.bm_note_write(db, key, e.meta.version, hi);
+        let version = e.meta.version;
+        match ops {
+            Some(ops)
+                if old.is_some() && self.bm_delta_fits(db, key, version, hi, (n, ops, new)) =>
+            {
+                self.bm_put_delta(db, key, e, hi, n, (ops, new));
             }
-        } else {
-            self.data_put(db, key, e.meta.version, &sub, new.as_bytes().to_vec());
-            self.bm_note_write(db, key, e.meta.version, hi);
+            _ if new.is_empty() => {
+                if old.is_some() {
+                    self.data_delete(db, key, version, &sub);
+                    self.bm_drop_deltas(db, key, e, hi, n);
+                    self.bm_note_write(db, key, version, hi);
+                }
+            }
+            _ => {
+                self.data_put(db, key, version, &sub, new.as_bytes().to_vec());
+                self.bm_drop_deltas(db, key, e, hi, n);
+                self.bm_note_write(db, key, version, hi);
+            }
         }
         // Extremes: only the edited block can move them.
         if e.s.card == 0 {
@@ -797,7 +915,10 @@ impl Txn {
         mut f: impl FnMut(u16, &mut ContainerBuf),
     ) -> Result<()> {
         for hi in blocks {
-            let old = self.bm_container(db, key, e.meta.version, hi, Some(&e.s))?;
+            let (old, n) = match self.bm_container(db, key, e.meta.version, hi, Some(&e.s))? {
+                Some((c, n)) => (Some(c), n),
+                None => (None, 0),
+            };
             let mut new = old.clone().unwrap_or_default();
             f(hi, &mut new);
             if old.as_ref() != Some(&new) {
@@ -806,8 +927,8 @@ impl Txn {
                     key,
                     e,
                     hi,
-                    (old.as_ref().map(ContainerBuf::as_ref), &new),
-                    None,
+                    (old.as_ref().map(ContainerBuf::as_ref), &new, n),
+                    (None, None),
                 )?;
             }
         }
@@ -827,6 +948,7 @@ impl Txn {
         };
         let (hi, lo) = split(off);
         let old = self.bm_get(db, key, e.meta.version, hi, Some(&e.s))?;
+        let n = old.as_ref().map_or(0, Bytes::deltas);
         let old = old.as_deref().map(view).transpose()?;
         let old = old.as_ref().map(ContainerView::as_ref);
         let prev = old.is_some_and(|c| c.contains(lo));
@@ -842,7 +964,14 @@ impl Txn {
             } else {
                 -i128::from(off)
             };
-            self.bm_put(db, key, &mut e, hi, (old, &new), Some(d))?;
+            self.bm_put(
+                db,
+                key,
+                &mut e,
+                hi,
+                (old, &new, n),
+                (Some(&[(lo, value)]), Some(d)),
+            )?;
         } else if !e.created {
             return Ok(prev);
         }
@@ -886,9 +1015,13 @@ impl Txn {
         while i < sorted.len() {
             let hi = split(sorted[i]).0;
             let j = i + sorted[i..].partition_point(|&v| split(v).0 == hi);
-            let old = self.bm_container(db, key, e.meta.version, hi, Some(&e.s))?;
+            let (old, n) = match self.bm_container(db, key, e.meta.version, hi, Some(&e.s))? {
+                Some((c, n)) => (Some(c), n),
+                None => (None, 0),
+            };
             let mut new = old.clone().unwrap_or_default();
             let mut delta = 0i128;
+            let mut ops: Vec<(u16, bool)> = Vec::new();
             for &v in &sorted[i..j] {
                 let hit = if set {
                     new.insert(v as u16)
@@ -898,17 +1031,22 @@ impl Txn {
                 if hit {
                     changed += 1;
                     delta += i128::from(v);
+                    if ops.len() <= delta::MAX_DELTA_OPS {
+                        ops.push((v as u16, set));
+                    }
                 }
             }
             if old.as_ref() != Some(&new) && !(old.is_none() && new.is_empty()) {
                 let d = if set { delta } else { -delta };
+                // Over MAX_DELTA_OPS changes: `ops` is cut short, and too
+                // long for a delta, so the container is rewritten.
                 self.bm_put(
                     db,
                     key,
                     &mut e,
                     hi,
-                    (old.as_ref().map(ContainerBuf::as_ref), &new),
-                    Some(d),
+                    (old.as_ref().map(ContainerBuf::as_ref), &new, n),
+                    (Some(&ops), Some(d)),
                 )?;
             }
             i = j;
@@ -1023,7 +1161,8 @@ impl Txn {
     }
 
     /// TR.OPTIMIZE: re-encodes each container in its smallest form (runs
-    /// where strictly smaller). `None` when the key is missing.
+    /// where strictly smaller) and folds every delta entry into its
+    /// container. `None` when the key is missing.
     ///
     /// # Errors
     /// `WrongType`.
@@ -1031,16 +1170,23 @@ impl Txn {
         let Some(mut e) = self.bm_open(db, key, false)? else {
             return Ok(None);
         };
-        let entries: Vec<(Vec<u8>, Vec<u8>)> = self
-            .data_iter(db, key, e.meta.version, None, false)
-            .collect::<Result<_>>()?;
-        for (sub, bytes) in entries {
-            let hi = block_of(&sub)?;
+        let blocks: Vec<FoldedBlock> =
+            Folded::new(self.data_iter(db, key, e.meta.version, None, false), false)
+                .collect::<Result<_>>()?;
+        for (hi, bytes, n) in blocks {
             let old = view(&bytes)?.to_buf();
             let mut new = old.clone();
             new.optimize();
-            if new != old {
-                self.bm_put(db, key, &mut e, hi, (Some(old.as_ref()), &new), Some(0))?;
+            // A rewrite also folds the container's deltas.
+            if new != old || n > 0 {
+                self.bm_put(
+                    db,
+                    key,
+                    &mut e,
+                    hi,
+                    (Some(old.as_ref()), &new, n),
+                    (None, Some(0)),
+                )?;
             }
         }
         self.bm_finish(db, key, e)?;
@@ -1084,7 +1230,11 @@ impl Txn {
         for &off in offs {
             let (hi, lo) = split(off);
             if cache.as_ref().is_none_or(|(h, _)| *h != hi) {
-                cache = Some((hi, self.bm_container(db, key, version, hi, Some(&s))?));
+                cache = Some((
+                    hi,
+                    self.bm_container(db, key, version, hi, Some(&s))?
+                        .map(|(c, _)| c),
+                ));
             }
             let hit = cache
                 .as_ref()
@@ -1344,9 +1494,9 @@ impl Txn {
             return Ok(None);
         };
         let mut pairs = Vec::new();
-        for e in self.data_iter(db, key, version, None, false) {
-            let (sub, bytes) = e?;
-            pairs.push((block_of(&sub)?, view(&bytes)?.to_buf()));
+        for e in Folded::new(self.data_iter(db, key, version, None, false), false) {
+            let (hi, bytes, _) = e?;
+            pairs.push((hi, view(&bytes)?.to_buf()));
         }
         Bitmap::from_containers(pairs).map(Some).map_err(corrupt)
     }
@@ -1745,7 +1895,18 @@ mod tests {
             .unwrap();
         assert_eq!(all, model.iter().copied().collect::<Vec<_>>());
         let b = t.tr_load(0, key).unwrap().unwrap();
-        assert_eq!(summary_of_bitmap(&b), s, "census drifted");
+        let (version, _) = t.bm_version(0, key).unwrap().unwrap();
+        let stored_deltas = t
+            .data_iter(0, key, version, None, false)
+            .filter(|e| e.as_ref().unwrap().0.len() == 4)
+            .count() as u64;
+        assert_eq!(s.deltas, stored_deltas, "delta count drifted");
+        assert!(stored_deltas <= s.containers * u64::from(delta::MAX_DELTAS));
+        let computed = BitmapSummary {
+            deltas: s.deltas,
+            ..summary_of_bitmap(&b)
+        };
+        assert_eq!(computed, s, "census drifted");
     }
 
     #[test]
@@ -1774,6 +1935,76 @@ mod tests {
             model.remove(&v);
         }
         check(&mut t, b"k", &model);
+    }
+
+    /// Single-bit edits of a big container go to delta entries, folded
+    /// every `MAX_DELTAS` edits; every read path (cache on and off, point
+    /// reads, forward and reverse scans, load, RENAME, TR.OPTIMIZE) sees
+    /// the container with its deltas applied.
+    #[test]
+    fn deltas_fold_and_read_back_everywhere() {
+        for budget in [crate::container_cache::DEFAULT_BYTES, 0] {
+            let st = store();
+            st.set_container_cache_bytes(budget);
+            let mut model = BTreeSet::new();
+            let mut t = st.begin(&[]);
+            let base: Vec<u32> = (0..2000).map(|i| (5 << 16) | (i * 7)).collect();
+            t.tr_setbits(0, b"k", &base).unwrap();
+            t.tr_setbits(0, b"k", &[(6 << 16) | 3]).unwrap();
+            t.commit().unwrap();
+            model.extend(base);
+            model.insert((6 << 16) | 3);
+            let (mut seen_deltas, mut folds, mut last) = (0u64, 0, 0u64);
+            let mut x = 99u64;
+            for step in 0..300u32 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                let v = (5 << 16) | ((x >> 40) as u32 % 14_000);
+                let on = step % 3 != 0;
+                let mut t = st.begin(&[(0, b"k")]);
+                assert_eq!(t.tr_setbit(0, b"k", v, on).unwrap(), model.contains(&v));
+                t.commit().unwrap();
+                if on {
+                    model.insert(v);
+                } else {
+                    model.remove(&v);
+                }
+                let mut t = st.begin(&[]);
+                let s = t.tr_summary(0, b"k").unwrap().unwrap();
+                seen_deltas = seen_deltas.max(s.deltas);
+                if s.deltas < last {
+                    folds += 1;
+                }
+                last = s.deltas;
+                assert!(s.deltas < u64::from(delta::MAX_DELTAS));
+                assert_eq!(t.tr_getbit(0, b"k", v).unwrap(), on);
+                let top = *model.range(..(6 << 16)).next_back().unwrap();
+                let pos = t.tr_bitpos(0, b"k", true, -2).unwrap();
+                assert_eq!(pos, i64::from(top), "step {step}");
+                if step % 25 == 0 {
+                    check(&mut t, b"k", &model);
+                }
+            }
+            assert!(seen_deltas > 10 && folds >= 2, "{seen_deltas} {folds}");
+            // Two edits of the block in one Txn (the second folds), read
+            // back through the overlay before the commit.
+            let mut t = st.begin(&[(0, b"k")]);
+            t.tr_setbit(0, b"k", 5 << 16 | 13_999, true).unwrap();
+            t.tr_setbit(0, b"k", 5 << 16 | 13_998, true).unwrap();
+            assert!(t.tr_getbit(0, b"k", 5 << 16 | 13_999).unwrap());
+            t.commit().unwrap();
+            model.extend([5 << 16 | 13_999, 5 << 16 | 13_998]);
+            let mut t = st.begin(&[(0, b"k"), (0, b"r")]);
+            check(&mut t, b"k", &model);
+            t.rename(0, b"k", b"r", false).unwrap();
+            t.commit().unwrap();
+            let mut t = st.begin(&[(0, b"r")]);
+            check(&mut t, b"r", &model);
+            t.tr_optimize(0, b"r").unwrap();
+            t.commit().unwrap();
+            let mut t = st.begin(&[]);
+            assert_eq!(t.tr_summary(0, b"r").unwrap().unwrap().deltas, 0);
+            check(&mut t, b"r", &model);
+        }
     }
 
     #[test]

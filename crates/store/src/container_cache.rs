@@ -41,16 +41,26 @@ use std::sync::Arc;
 /// data starts 8-aligned (after its two counters), so with 4 bytes of
 /// padding the container's payload (after its 4-byte header) is 8-aligned
 /// and the checked view borrows a bitset's words instead of copying them.
-/// Cached values are [`padded`]; readers use `&value[PAD..]`.
+/// The first two padding bytes carry the number of delta entries stored
+/// beside the container (its bytes here have them applied). Cached values
+/// are [`padded`]; readers use `&value[PAD..]` and [`deltas_of`].
 pub const PAD: usize = 4;
 
-/// `bytes` as a cached container value: [`PAD`] zero bytes, then `bytes`.
+/// `bytes` as a cached container value: [`PAD`] bytes (the first two:
+/// `deltas`, little-endian), then `bytes`.
 #[must_use]
-pub fn padded(bytes: &[u8]) -> Arc<[u8]> {
+pub fn padded(bytes: &[u8], deltas: u16) -> Arc<[u8]> {
     let mut v = Vec::with_capacity(PAD + bytes.len());
-    v.extend_from_slice(&[0; PAD]);
+    v.extend_from_slice(&deltas.to_le_bytes());
+    v.extend_from_slice(&[0; PAD - 2]);
     v.extend_from_slice(bytes);
     v.into()
+}
+
+/// The delta entry count a [`padded`] value carries.
+#[must_use]
+pub fn deltas_of(value: &[u8]) -> u16 {
+    u16::from_le_bytes([value[0], value[1]])
 }
 
 /// Number of shards.
@@ -411,20 +421,21 @@ impl ContainerCache {
         if !self.enabled() {
             return Prepared { ops };
         }
-        for (version, block, dk) in pending.writes {
+        for (version, block, dk, value) in pending.writes {
             // `None` from value_of: the write was discarded (FLUSHDB in the
             // same Txn); treat as unknown and drop the entry.
             let new = value_of(&dk);
             let id = Id::Container(version, block);
             let cached = self.shards[shard_of(id)].lock().map.contains_key(&id);
-            let bytes = match (&new, cached) {
-                (Some(Some(v)), true) => Some(padded(v)),
-                _ => None,
-            };
-            let present = match new {
-                Some(Some(_)) => Some(true),
-                Some(None) => Some(false),
-                None => None,
+            let (bytes, present) = match (value, new) {
+                // A delta entry: `value` is the whole container after it.
+                (Some(v), Some(Some(_))) => (cached.then_some(v), Some(true)),
+                // A delta deleted again in the same Txn: a later write of
+                // the block (recorded after this one) says what stays.
+                (Some(_), Some(None)) => continue,
+                (None, Some(Some(v))) => (cached.then(|| padded(&v, 0)), Some(true)),
+                (None, Some(None)) => (None, Some(false)),
+                (_, None) => (None, None),
             };
             ops.push((version, block, bytes, present));
         }
@@ -433,16 +444,34 @@ impl ContainerCache {
 }
 
 /// Container writes a `Txn` made under live versions: `(version, block,
-/// data key)`, in order (repeats allowed).
+/// data key written, the container after the write when the key written
+/// is a delta entry ([`padded`]))`, in order (repeats allowed).
 #[derive(Default, Debug)]
 pub struct Pending {
-    writes: Vec<(u64, u16, Vec<u8>)>,
+    writes: Vec<PendingWrite>,
 }
 
+/// One recorded write: see [`Pending`].
+type PendingWrite = (u64, u16, Vec<u8>, Option<Arc<[u8]>>);
+
 impl Pending {
-    /// Records a write of container `block` of `version` (data key `dk`).
+    /// Records a write (or delete) of container `block` of `version`
+    /// (its container entry's data key `dk`).
     pub(crate) fn record(&mut self, version: u64, block: u16, dk: Vec<u8>) {
-        self.writes.push((version, block, dk));
+        self.writes.push((version, block, dk, None));
+    }
+
+    /// Records a delta entry `dk` written for container `block` of
+    /// `version`; `container` is the whole container after it ([`padded`]
+    /// with the new delta count).
+    pub(crate) fn record_delta(
+        &mut self,
+        version: u64,
+        block: u16,
+        dk: Vec<u8>,
+        container: Arc<[u8]>,
+    ) {
+        self.writes.push((version, block, dk, Some(container)));
     }
 
     /// True when nothing is recorded.

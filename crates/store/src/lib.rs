@@ -26,6 +26,7 @@
 //!   member / field for elements) is at most 65,535 bytes (fjall's limit),
 //!   reported as `StoreError::KeyTooLong`.
 
+pub mod bitmap_delta;
 pub mod bitmaps;
 pub mod container_cache;
 pub mod error;

@@ -9,8 +9,9 @@
 //!          hash   → len u64 BE | next_seq u64 BE
 //!          bitmap → [`BitmapSummary`] as LEB128 varints: card, min, max,
 //!                   containers, sum, then (containers, values, bytes) for
-//!                   the array, bitset and run kinds (a one-bit bitmap's
-//!                   summary is about 20 bytes)
+//!                   the array, bitset and run kinds, then the number of
+//!                   delta entries (a one-bit bitmap's summary is about 20
+//!                   bytes)
 //! ```
 
 use crate::error::{Result, StoreError};
@@ -84,12 +85,16 @@ pub struct BitmapSummary {
     pub min: u32,
     /// Largest set bit (meaningless when `card == 0`).
     pub max: u32,
-    /// Number of non-empty containers (= `data` entries).
+    /// Number of non-empty containers (= container `data` entries).
     pub containers: u64,
     /// Sum of all set offsets (at most 2^63 − 2^31, fits u64).
     pub sum: u64,
     /// Census by kind: array, bitset, run.
     pub kinds: [KindCensus; 3],
+    /// Number of delta `data` entries (small edits stored beside their
+    /// container until they are folded into it; see `bitmaps.rs`). When 0,
+    /// a container is read by a point lookup of its own entry.
+    pub deltas: u64,
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -133,6 +138,7 @@ impl BitmapSummary {
             put_varint(out, k.values);
             put_varint(out, k.bytes);
         }
+        put_varint(out, self.deltas);
     }
 
     fn decode(mut b: &[u8]) -> Result<BitmapSummary> {
@@ -151,6 +157,7 @@ impl BitmapSummary {
             k.values = get_varint(b)?;
             k.bytes = get_varint(b)?;
         }
+        let deltas = get_varint(b)?;
         if !b.is_empty() {
             return Err(bad_len());
         }
@@ -161,6 +168,7 @@ impl BitmapSummary {
             containers,
             sum,
             kinds,
+            deltas,
         })
     }
 }
@@ -431,6 +439,19 @@ mod tests {
                             bytes: 1_000_000,
                         },
                     ],
+                    deltas: 0,
+                }),
+            },
+            KeyMeta {
+                version: 12,
+                expire_at_ms: 0,
+                big: false,
+                noint: false,
+                summary: Summary::Bitmap(BitmapSummary {
+                    card: 5_000,
+                    containers: 1,
+                    deltas: 63,
+                    ..BitmapSummary::default()
                 }),
             },
         ]

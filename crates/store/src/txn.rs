@@ -534,12 +534,6 @@ impl Txn {
         self.inner.kv.get(Space::Data, &dk)
     }
 
-    /// tr-cache hook: this `Txn`'s own pending write of data key `dk`
-    /// (`Some(None)` = deleted), if any.
-    pub(crate) fn data_overlay(&self, dk: &[u8]) -> Option<Option<&[u8]>> {
-        self.data.get(dk).map(Option::as_deref)
-    }
-
     /// tr-cache hook: true when this `Txn` has no pending data writes.
     pub(crate) fn data_overlay_is_empty(&self) -> bool {
         self.data.is_empty()
