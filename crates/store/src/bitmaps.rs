@@ -964,7 +964,7 @@ impl Txn {
         let (hi, lo) = split(off);
         let old = self.bm_get(db, key, e.meta.version, hi, Some(&e.s))?;
         let n = old.as_ref().map_or(0, Bytes::deltas);
-        let old = old.as_deref().map(view).transpose()?;
+        let old = old.as_ref().map(view).transpose()?;
         let old = old.as_ref().map(ContainerView::as_ref);
         let prev = old.is_some_and(|c| c.contains(lo));
         if prev != value {
@@ -1778,8 +1778,8 @@ impl Txn {
                 (Some(_), Some(s)) => Some(take(s)?),
                 _ => None,
             };
-            let va = ba.as_deref().map(view).transpose()?;
-            let vb = bb.as_deref().map(view).transpose()?;
+            let va = ba.as_ref().map(view).transpose()?;
+            let vb = bb.as_ref().map(view).transpose()?;
             if !f(
                 va.as_ref().map(ContainerView::as_ref),
                 vb.as_ref().map(ContainerView::as_ref),
