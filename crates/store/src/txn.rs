@@ -363,8 +363,14 @@ impl Txn {
         }
     }
 
+    /// True when this `Txn` holds the lock of `(db, key)`: no other `Txn`
+    /// writes the key until it ends.
+    pub(crate) fn holds_lock(&self, db: u16, key: &[u8]) -> bool {
+        self.held.covers(db, key) || self.extra_locks.iter().any(|h| h.covers(db, key))
+    }
+
     fn ensure_locked(&mut self, db: u16, key: &[u8]) {
-        if !self.held.covers(db, key) && !self.extra_locks.iter().any(|h| h.covers(db, key)) {
+        if !self.holds_lock(db, key) {
             self.extra_locks
                 .push(self.inner.locks.lock_stripes_only(&[(db, key)]));
         }
