@@ -1,8 +1,9 @@
 //! On-disk bytes per set bit for sparse random bits (issue 5).
 //!
-//! `cargo run --release -p roaringd-store --example sparse_disk [BITS] [DIR]`
+//! `cargo run --release -p roaringd-store --example sparse_disk [BITS] [DIR] [SPAN]`
 //!
-//! Loads BITS (default 1,000,000) distinct random offsets in [0, 2^32) into
+//! Loads BITS (default 1,000,000) distinct random offsets in [0, SPAN)
+//! (default 2^32; density BITS / SPAN) into
 //! one bitmap key of a fjall-backed store in DIR (default: a temporary
 //! directory), in TR.SETBITS-sized calls of 10,000, then `Store::compact`
 //! (memtables flushed to table files, fully compacted) and prints the bytes
@@ -40,7 +41,15 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_000_000);
     let tmp = std::env::temp_dir().join(format!("sparse-disk-{}", std::process::id()));
-    let dir = args.next().map_or(tmp, Into::into);
+    let dir = args
+        .next()
+        .filter(|d| d != "-")
+        .map_or(tmp, Into::into);
+    let span: u64 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .filter(|&s: &u64| s > 0 && s <= 1 << 32)
+        .unwrap_or(1 << 32);
     let store = Store::open(StoreConfig {
         dir: Some(dir.clone()),
         databases: 16,
@@ -54,7 +63,7 @@ fn main() {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        bits.push((x >> 32) as u32);
+        bits.push(((x >> 32) % span) as u32);
         if bits.len() == n {
             bits.sort_unstable();
             bits.dedup();
@@ -74,8 +83,9 @@ fn main() {
     walk(&dir, &mut journal, &mut tables);
     let card = bits.len() as f64;
     println!(
-        "{} bits: files other than journals {tables} B = {:.2} bytes/bit (store's table bytes {} = {:.2} bytes/bit, {} tables); journals {journal} B (preallocated); dir {}",
+        "{} bits in [0, {span}) (density {:.3}%): files other than journals {tables} B = {:.2} bytes/bit (store's table bytes {} = {:.2} bytes/bit, {} tables); journals {journal} B (preallocated); dir {}",
         bits.len(),
+        card * 100.0 / span as f64,
         tables as f64 / card,
         kv.disk_bytes,
         kv.disk_bytes as f64 / card,
