@@ -41,10 +41,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_000_000);
     let tmp = std::env::temp_dir().join(format!("sparse-disk-{}", std::process::id()));
-    let dir = args
-        .next()
-        .filter(|d| d != "-")
-        .map_or(tmp, Into::into);
+    let dir = args.next().filter(|d| d != "-").map_or(tmp, Into::into);
     let span: u64 = args
         .next()
         .and_then(|a| a.parse().ok())

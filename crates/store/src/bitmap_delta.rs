@@ -293,6 +293,82 @@ mod tests {
         assert_eq!(rev, vec![(2, container([9]), 0), (1, want1, 3)]);
     }
 
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    proptest! {
+        /// Valid layouts (containers with up to MAX_DELTAS - 1 deltas each)
+        /// fold to what a `BTreeSet` model of the same edits holds, in
+        /// both scan directions.
+        #[test]
+        fn folds_match_a_model(
+            blocks in proptest::collection::btree_map(
+                any::<u16>(),
+                (
+                    proptest::collection::btree_set(any::<u16>(), 1..300),
+                    proptest::collection::vec(
+                        proptest::collection::vec((any::<u16>(), any::<bool>()), 1..=MAX_DELTA_OPS),
+                        0..(MAX_DELTAS as usize),
+                    ),
+                ),
+                1..6,
+            )
+        ) {
+            let mut raw = Vec::new();
+            let mut want = Vec::new();
+            for (&b, (base, deltas)) in &blocks {
+                let mut model: BTreeSet<u16> = base.clone();
+                raw.push((b.to_be_bytes().to_vec(), container(base.iter().copied())));
+                for (seq, ops) in deltas.iter().enumerate() {
+                    raw.push((delta_sub(b, seq as u16).to_vec(), encode_ops(ops)));
+                    for &(lo, set) in ops {
+                        if set { model.insert(lo); } else { model.remove(&lo); }
+                    }
+                }
+                want.push((b, model, deltas.len() as u16));
+            }
+            for reverse in [false, true] {
+                let mut input = raw.clone();
+                if reverse {
+                    input.reverse();
+                }
+                let got = folded(input, reverse);
+                let mut expect = want.clone();
+                if reverse {
+                    expect.reverse();
+                }
+                match got {
+                    Ok(got) => {
+                        prop_assert_eq!(got.len(), expect.len());
+                        for ((b, bytes, n), (wb, model, wn)) in got.iter().zip(&expect) {
+                            prop_assert_eq!((b, n), (wb, wn));
+                            prop_assert!(!model.is_empty());
+                            prop_assert_eq!(bytes, &container(model.iter().copied()));
+                        }
+                    }
+                    // Only when the edits empty a container.
+                    Err(_) => prop_assert!(expect.iter().any(|(_, m, _)| m.is_empty())),
+                }
+            }
+        }
+
+        /// Hostile entries (any subkeys and values, any order) are an error
+        /// or a result, never a panic.
+        #[test]
+        fn hostile_entries_never_panic(
+            raw in proptest::collection::vec(
+                (
+                    proptest::collection::vec(any::<u8>(), 0..6),
+                    proptest::collection::vec(any::<u8>(), 0..40),
+                ),
+                0..12,
+            ),
+            reverse in any::<bool>(),
+        ) {
+            let _ = folded(raw, reverse);
+        }
+    }
+
     #[test]
     fn broken_deltas_are_corrupt_not_panics() {
         let mut gap = entries();
