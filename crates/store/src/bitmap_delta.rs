@@ -42,8 +42,14 @@ pub const DELTA_MIN_BYTES: usize = 512;
 /// folds them into the container instead.
 pub const MAX_DELTAS: u16 = 64;
 
-/// Most ops (changed bits) one delta entry carries.
-pub const MAX_DELTA_OPS: usize = 8;
+/// Most ops (changed bits) one delta entry is written with: one, so that
+/// every stored delta is exactly [`DELTA_VALUE_BYTES`] and MEMORY USAGE
+/// stays exact from the summary's delta count. (Readers accept several
+/// ops per delta; the format allows it.)
+pub const MAX_DELTA_OPS: usize = 1;
+
+/// Bytes of the value of a delta entry as written (one op).
+pub const DELTA_VALUE_BYTES: u64 = OP_BYTES as u64;
 
 /// Bytes per op in a delta's value.
 const OP_BYTES: usize = 3;
@@ -307,7 +313,7 @@ mod tests {
                 (
                     proptest::collection::btree_set(any::<u16>(), 1..300),
                     proptest::collection::vec(
-                        proptest::collection::vec((any::<u16>(), any::<bool>()), 1..=MAX_DELTA_OPS),
+                        proptest::collection::vec((any::<u16>(), any::<bool>()), 1..=8),
                         0..(MAX_DELTAS as usize),
                     ),
                 ),

@@ -1997,6 +1997,19 @@ mod tests {
                 assert_eq!(pos, i64::from(top), "step {step}");
                 if step % 25 == 0 {
                     check(&mut t, b"k", &model);
+                    // MEMORY USAGE from the summary vs the stored entries.
+                    let m = t.meta_of(0, b"k", Kind::Bitmap).unwrap().unwrap();
+                    let plen = keys::data_prefix(0, b"k", m.version).len();
+                    let stored: usize = t
+                        .data_iter(0, b"k", m.version, None, false)
+                        .map(|e| e.map(|(sub, v)| plen + sub.len() + v.len()).unwrap())
+                        .sum();
+                    let mem = t.memory_usage(0, b"k", 0).unwrap().unwrap();
+                    let data = mem - (2 + 1 + m.encode().len()) as u64;
+                    assert!(
+                        data.abs_diff(stored as u64) <= 2 * s.deltas,
+                        "{data} {stored}"
+                    );
                 }
             }
             assert!(seen_deltas > 10 && folds >= 2, "{seen_deltas} {folds}");

@@ -392,13 +392,19 @@ impl Txn {
             Summary::String(_) => return Ok(Some(total)),
             Summary::Set { card } => card,
             Summary::Hash { len, .. } => len,
-            // Exact from the summary: each container entry is its key
-            // (prefix + 2-byte block) and its bytes (4-byte header +
-            // payload, which is what the census counts).
+            // From the summary: each container entry is its key (prefix +
+            // 2-byte block) and its bytes (4-byte header + payload, which
+            // is what the census counts, with the container's deltas
+            // applied: the stored entry differs by at most 2 bytes per
+            // delta), each delta entry its key (prefix + block + seq) and
+            // one 3-byte op.
             Summary::Bitmap(b) => {
                 let plen = keys::data_prefix(db, key, m.version).len() as u64;
                 let payload: u64 = b.kinds.iter().map(|k| k.bytes).sum();
-                return Ok(Some(total + b.containers * (plen + 2 + 4) + payload));
+                let deltas = b.deltas * (plen + 4 + crate::bitmap_delta::DELTA_VALUE_BYTES);
+                return Ok(Some(
+                    total + b.containers * (plen + 2 + 4) + payload + deltas,
+                ));
             }
         };
         let plen = keys::data_prefix(db, key, m.version).len() as u64;
