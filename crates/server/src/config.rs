@@ -116,6 +116,12 @@ pub struct Config {
     pub tr_max_reply_bytes: u64,
     /// `io-threads`: runtime worker threads (0 = one per core).
     pub io_threads: u64,
+    /// `disable-thp` (yes, as in Redis): transparent huge pages off for
+    /// this process, at start. With THP, memory the allocator hands back
+    /// and takes again comes back as 2 MB pages zeroed on first touch: a
+    /// 200-key TR.BITOP OR spent 2.5-4 ms of its 4-5 ms in those page
+    /// faults (docs/benchmarks.md).
+    pub disable_thp: bool,
     /// `random-pick-limit` (100000): RANDOMKEY, SPOP / SRANDMEMBER /
     /// HRANDFIELD without count read at most this many keys or elements
     /// per pick; exactly uniform up to this many, slightly biased above
@@ -151,6 +157,7 @@ impl Default for Config {
             pidfile: String::new(),
             protected_mode: true,
             io_threads: 0,
+            disable_thp: true,
             random_pick_limit: roaringd_store::sample::DEFAULT_EXACT_PICK_LIMIT,
         }
     }
@@ -184,11 +191,13 @@ pub const NAMES: &[&str] = &[
     "tr-max-reply-bytes",
     "io-threads",
     "random-pick-limit",
+    "disable-thp",
 ];
 
 /// Settings that only the command line / config file may set.
 const IMMUTABLE: &[&str] = &[
     "io-threads",
+    "disable-thp",
     "port",
     "bind",
     "dir",
@@ -340,6 +349,7 @@ impl Config {
             "pidfile" => self.pidfile = one()?.to_string(),
             "tr-max-reply-bytes" => self.tr_max_reply_bytes = memory(one()?)?,
             "io-threads" => self.io_threads = number(one()?)?,
+            "disable-thp" => self.disable_thp = yes_no(one()?)?,
             "random-pick-limit" => {
                 self.random_pick_limit = number(one()?)?;
                 if self.random_pick_limit == 0 {
@@ -386,6 +396,7 @@ impl Config {
             "pidfile" => self.pidfile.clone(),
             "tr-max-reply-bytes" => self.tr_max_reply_bytes.to_string(),
             "io-threads" => self.io_threads.to_string(),
+            "disable-thp" => if self.disable_thp { "yes" } else { "no" }.into(),
             "random-pick-limit" => self.random_pick_limit.to_string(),
             _ => return None,
         })

@@ -117,6 +117,37 @@ fn config_get_set_and_globs() {
     );
 }
 
+/// `disable-thp yes` (the default, as in Redis) turns transparent huge
+/// pages off for the server process (`THP_enabled: 0` in its
+/// /proc/PID/status, on kernels that report it); `no` leaves them on.
+#[test]
+fn disable_thp_reaches_the_process() {
+    let thp = |s: &TestServer| {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", s.pid().unwrap())).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("THP_enabled:"))
+            .map(|v| v.trim().to_string())
+    };
+    let on = TestServer::start_with(bin(), &[]);
+    let mut c = on.client();
+    assert_eq!(
+        c.call(&["CONFIG", "GET", "disable-thp"]).unwrap(),
+        Frame::Array(vec![
+            Frame::Bulk(b"disable-thp".to_vec()),
+            Frame::Bulk(b"yes".to_vec())
+        ])
+    );
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "disable-thp", "no"]).unwrap(),
+        Frame::Error(b"ERR CONFIG SET failed (possibly related to argument 'disable-thp') - can't set immutable config".to_vec())
+    );
+    let off = TestServer::start_with(bin(), &["--disable-thp", "no"]);
+    if let (Some(a), Some(b)) = (thp(&on), thp(&off)) {
+        assert_eq!((a.as_str(), b.as_str()), ("0", "1"));
+    }
+}
+
 #[test]
 fn config_file_and_command_line_combine() {
     let dir = tempfile::tempdir().unwrap();
