@@ -131,3 +131,22 @@ def test_redis_benchmark_runs(servers):
         names = {r.split(",")[0].strip('"') for r in rows}
         assert {"SET", "GET", "INCR", "SADD", "HSET", "SPOP"} <= names, (srv.kind, out)
         assert "error" not in (out + p.stderr.decode(errors="replace")).lower(), (srv.kind, out, p.stderr)
+
+
+@pytest.mark.roaringd_only
+def test_cli_tr_bitmaps(roaringd_server):
+    """TR.* through redis-cli: a 2 KB container edited bit by bit past a
+    delta fold (65 edits), read back as redis-cli prints it."""
+    srv = roaringd_server().start()
+    port = srv.port
+    vals = list(range(0, 2000, 2))
+    assert cli(port, "TR.SETBITS", "k", *map(str, vals)) == (0, b"1000\n")
+    for v in range(1, 131, 2):
+        assert cli(port, "TR.SETBIT", "k", str(v), "1") == (0, b"0\n")
+    want = sorted(set(vals) | set(range(1, 131, 2)))
+    rc, out = cli(port, "TR.RANGE", "k", "0", "4294967295")
+    assert rc == 0 and [int(x) for x in out.split()] == want
+    assert cli(port, "--no-raw", "TR.GETBIT", "k", "129") == (0, b"(integer) 1\n")
+    assert cli(port, "--no-raw", "TR.BITCOUNT", "k") == (0, f"(integer) {len(want)}\n".encode())
+    assert cli(port, "TR.SETBIT", "k", "129", "0") == (0, b"1\n")
+    assert cli(port, "-3", "--no-raw", "TR.GETBIT", "k", "129") == (0, b"(integer) 0\n")
