@@ -692,9 +692,10 @@ impl Txn {
 
     /// True when a write of `ops` to container `hi` (now `new`, with `n`
     /// deltas stored) is kept as a delta entry rather than a rewrite: the
-    /// container is big, it has room for one more delta, the edit is
-    /// small, and this `Txn` has not written the block yet (its reads of
-    /// the block would then need the overlay folded).
+    /// container is big, it has room for one more delta, the edit is one
+    /// bit, and this `Txn` has not written the block yet (a second edit of
+    /// the block in one `Txn` rewrites it, so a commit records at most one
+    /// delta per block for the container cache).
     fn bm_delta_fits(
         &self,
         db: u16,
