@@ -197,6 +197,20 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
     result.unwrap_or_else(Reply::Error)
 }
 
+/// Runs `f` as blocking work when called on a worker of the
+/// multi-threaded runtime (`block_in_place`: the worker's other
+/// connections move to another thread until `f` returns); elsewhere (no
+/// runtime, a current-thread runtime, where `block_in_place` would panic)
+/// it just calls `f`.
+pub fn run_blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
 /// Commits `txn`, touching WATCHers of the modified keys. With
 /// `appendfsync always` the commit syncs, so it runs as blocking work.
 pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<(), CommandError> {
@@ -209,8 +223,8 @@ pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<
             .watches
             .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
     }
-    let modified = if sync && tokio::runtime::Handle::try_current().is_ok() {
-        tokio::task::block_in_place(|| txn.commit())
+    let modified = if sync {
+        run_blocking(|| txn.commit())
     } else {
         txn.commit()
     };

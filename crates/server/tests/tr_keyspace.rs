@@ -417,3 +417,53 @@ fn random_arguments_never_break_the_connection() {
         }
     }
 }
+
+/// Multi-key operations over more than 512 source containers run as
+/// blocking work off the I/O worker (DESIGN.md: a long BITOP must not
+/// stall other connections); results, errors and MULTI/EXEC are as for
+/// small ones, and another connection is served meanwhile.
+#[test]
+fn big_multi_key_operations_run_off_the_worker() {
+    for io in ["1", "2"] {
+        let s = TestServer::start_with(bin(), &["--io-threads", io]);
+        let mut c = s.client();
+        // a: bit 1 of blocks 0..600; b: bit 1 of blocks 300..900 and bit 2
+        // of every block: 1,500 source containers.
+        let a: Vec<String> = (0..600u64).map(|i| ((i << 16) | 1).to_string()).collect();
+        let mut b: Vec<String> = (300..900u64).map(|i| ((i << 16) | 1).to_string()).collect();
+        b.extend((300..900u64).map(|i| ((i << 16) | 2).to_string()));
+        let mut args = vec!["TR.SETBITS", "a"];
+        args.extend(a.iter().map(String::as_str));
+        assert_eq!(call(&mut c, &args), int(600));
+        let mut args = vec!["TR.SETBITS", "b"];
+        args.extend(b.iter().map(String::as_str));
+        assert_eq!(call(&mut c, &args), int(1200));
+        let mut other = s.client();
+        assert_eq!(call(&mut c, &["TR.BITOP", "o", "OR", "a", "b"]), int(1500));
+        assert_eq!(call(&mut other, &["PING"]), status("PONG"));
+        assert_eq!(call(&mut c, &["TR.BITOP", "x", "AND", "a", "b"]), int(300));
+        assert_eq!(call(&mut c, &["TR.BITOPCARD", "XOR", "a", "b"]), int(1200));
+        assert_eq!(call(&mut c, &["TR.CONTAINS", "x", "a"]), int(1));
+        assert_eq!(call(&mut c, &["TR.DIFF", "d", "b", "a"]), ok());
+        assert_eq!(call(&mut c, &["TR.BITCOUNT", "d"]), int(900));
+        assert!(matches!(
+            call(&mut c, &["TR.JACCARD", "a", "b"]),
+            Frame::Bulk(_)
+        ));
+        call(&mut c, &["SET", "str", "v"]);
+        assert_eq!(
+            call(&mut c, &["TR.BITOP", "o", "OR", "a", "b", "str"]),
+            err(WRONGTYPE)
+        );
+        assert_eq!(call(&mut c, &["MULTI"]), ok());
+        assert_eq!(
+            call(&mut c, &["TR.BITOP", "o2", "OR", "a", "b"]),
+            status("QUEUED")
+        );
+        assert_eq!(call(&mut c, &["TR.BITCOUNT", "o2"]), status("QUEUED"));
+        assert_eq!(
+            call(&mut c, &["EXEC"]),
+            Frame::Array(vec![int(1500), int(1500)])
+        );
+    }
+}

@@ -227,12 +227,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandErro
 
 /// Makes everything committed so far durable; updates LASTSAVE.
 fn persist(server: &Server) -> Result<(), CommandError> {
-    let r = if tokio::runtime::Handle::try_current().is_ok() {
-        tokio::task::block_in_place(|| server.store.persist())
-    } else {
-        server.store.persist()
-    };
-    r?;
+    crate::dispatch::run_blocking(|| server.store.persist())?;
     server.last_save.store(now_ms() / 1000, Ordering::Relaxed);
     server.stats.dirty.reset();
     Ok(())

@@ -111,9 +111,40 @@ fn bit_op(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError>
     let srcs: Vec<&[u8]> = args.rest().collect();
     let op = parse_op(op_name, srcs.len())?;
     let db = ctx.db;
-    Ok(Reply::Integer(
-        ctx.txn()?.tr_bitop(db, dest, op, &srcs)? as i64
-    ))
+    let n = sized(ctx, &srcs, |t| t.tr_bitop(db, dest, op, &srcs))?;
+    Ok(Reply::Integer(n as i64))
+}
+
+/// Source containers from which a multi-key operation runs as blocking
+/// work ([`crate::dispatch::run_blocking`]) instead of on the I/O worker:
+/// at a few microseconds per container, from about a millisecond (a
+/// 200-key TR.BITOP OR over census1881, ~1,500 containers, takes 2-3 ms).
+/// Handing the worker over costs a thread wake-up, more than a pairwise
+/// operation on small keys takes, so those stay in place.
+pub const OFF_WORKER_CONTAINERS: u64 = 512;
+
+/// Runs `f` on this command's `Txn`, as blocking work when the sources
+/// (bitmap keys; others count 0 and fail in `f` as they should) hold more
+/// than [`OFF_WORKER_CONTAINERS`] containers in all (DESIGN.md: a long
+/// BITOP must not stall the other connections of its worker).
+fn sized<T>(
+    ctx: &mut Ctx<'_>,
+    srcs: &[&[u8]],
+    f: impl FnOnce(&mut roaringd_store::Txn) -> roaringd_store::Result<T>,
+) -> Result<T, CommandError> {
+    let db = ctx.db;
+    let txn = ctx.txn()?;
+    let mut containers = 0u64;
+    for k in srcs {
+        if let Ok(Some(s)) = txn.tr_summary(db, k) {
+            containers += s.containers;
+        }
+    }
+    Ok(if containers > OFF_WORKER_CONTAINERS {
+        crate::dispatch::run_blocking(|| f(txn))?
+    } else {
+        f(txn)?
+    })
 }
 
 /// TR.BITOPCARD op key... → the cardinality TR.BITOP would store; stores
@@ -123,9 +154,8 @@ fn bit_op_card(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandE
     let srcs: Vec<&[u8]> = args.rest().collect();
     let op = parse_op(op_name, srcs.len())?;
     let db = ctx.db;
-    Ok(Reply::Integer(
-        ctx.txn()?.tr_bitopcard(db, op, &srcs)? as i64
-    ))
+    let n = sized(ctx, &srcs, |t| t.tr_bitopcard(db, op, &srcs))?;
+    Ok(Reply::Integer(n as i64))
 }
 
 /// TR.JACCARD key1 key2 → |A ∩ B| / |A ∪ B| as a double (RESP2: `%.17g`
@@ -134,7 +164,9 @@ fn jaccard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError
     let a = args.next_bytes()?;
     let b = args.next_bytes()?;
     let db = ctx.db;
-    Ok(Reply::Double(ctx.txn()?.tr_jaccard(db, a, b)?))
+    Ok(Reply::Double(sized(ctx, &[a, b], |t| {
+        t.tr_jaccard(db, a, b)
+    })?))
 }
 
 /// TR.CONTAINS key1 key2 → 1 when key1 ⊆ key2 (a missing key1 is empty,
@@ -143,7 +175,8 @@ fn contains(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandErro
     let a = args.next_bytes()?;
     let b = args.next_bytes()?;
     let db = ctx.db;
-    Ok(Reply::Integer(i64::from(ctx.txn()?.tr_contains(db, a, b)?)))
+    let r = sized(ctx, &[a, b], |t| t.tr_contains(db, a, b))?;
+    Ok(Reply::Integer(i64::from(r)))
 }
 
 /// TR.DIFF destkey key1 key2 → `+OK` (legacy; stores key1 − key2 as
@@ -153,6 +186,6 @@ fn diff(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let a = args.next_bytes()?;
     let b = args.next_bytes()?;
     let db = ctx.db;
-    ctx.txn()?.tr_bitop(db, dest, BitOp::Diff, &[a, b])?;
+    sized(ctx, &[a, b], |t| t.tr_bitop(db, dest, BitOp::Diff, &[a, b]))?;
     Ok(Reply::Ok)
 }
