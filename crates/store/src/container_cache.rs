@@ -50,11 +50,19 @@ pub const PAD: usize = 4;
 /// `deltas`, little-endian), then `bytes`.
 #[must_use]
 pub fn padded(bytes: &[u8], deltas: u16) -> Arc<[u8]> {
-    let mut v = Vec::with_capacity(PAD + bytes.len());
-    v.extend_from_slice(&deltas.to_le_bytes());
-    v.extend_from_slice(&[0; PAD - 2]);
-    v.extend_from_slice(bytes);
-    v.into()
+    // Written in place: a `Vec` turned into an `Arc<[u8]>` is copied again.
+    let mut a = Arc::<[u8]>::new_uninit_slice(PAD + bytes.len());
+    let dst = Arc::get_mut(&mut a).expect("a new Arc has no other owner");
+    let [d0, d1] = deltas.to_le_bytes();
+    let head: [u8; PAD] = [d0, d1, 0, 0];
+    // SAFETY: `dst` holds PAD + bytes.len() bytes; the two copies write
+    // every one of them, so the slice is initialized when assumed so.
+    unsafe {
+        let p = dst.as_mut_ptr().cast::<u8>();
+        std::ptr::copy_nonoverlapping(head.as_ptr(), p, PAD);
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(PAD), bytes.len());
+        a.assume_init()
+    }
 }
 
 /// The delta entry count a [`padded`] value carries.

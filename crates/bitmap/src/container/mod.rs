@@ -621,7 +621,12 @@ impl ContainerBuf {
     pub(crate) fn reserve_array(&mut self, cap: usize) {
         let need = 1 + cap.div_ceil(4);
         if self.words.len() < need {
-            let grow = need.max(self.words.len() + self.words.len() / 2);
+            // Within the allocation: take only what is needed (no realloc).
+            let grow = if need <= self.words.capacity() {
+                need
+            } else {
+                need.max(self.words.len() + self.words.len() / 2)
+            };
             self.words
                 .resize(grow.min(1 + ARRAY_MAX.div_ceil(4) + 1), 0);
             if self.words.len() < need {
@@ -630,11 +635,21 @@ impl ContainerBuf {
         }
     }
 
+    /// An owned array container of `a` (ascending, distinct, ≤ 4,096
+    /// values), with room for one more value: copies are mostly made to
+    /// insert one. Written straight from `a`, without zeroing first.
     pub(crate) fn from_array_unchecked(a: &[u16]) -> Self {
-        let mut out = Self::array_with_capacity(a.len());
-        out.array_spare_mut()[..a.len()].copy_from_slice(a);
-        out.set_array_len(a.len());
-        out
+        let mut words = Vec::with_capacity(1 + (a.len() + 1).div_ceil(4));
+        words.push(header_word(Kind::Array, a.len() as u32));
+        let chunks = a.chunks_exact(4);
+        let tail = chunks.remainder();
+        words.extend(chunks.map(|c| bytemuck::cast::<[u16; 4], u64>([c[0], c[1], c[2], c[3]])));
+        if !tail.is_empty() {
+            let mut last = [0u16; 4];
+            last[..tail.len()].copy_from_slice(tail);
+            words.push(bytemuck::cast(last));
+        }
+        Self::from_words(words)
     }
 
     /// An all-zero bitset container (cardinality 0, not normalized until finished).
