@@ -23,6 +23,17 @@ fn span_in(h: u32, (sh, sl): (u32, u32), (eh, el): (u32, u32)) -> (u32, u32) {
     (lo, hi)
 }
 
+/// Every bucket from `start`'s to `end`'s (none when `start > end`), as
+/// `(bucket, low, high)`: the low-32-bit span of `start..=end` in it.
+fn spans(start: u64, end: u64) -> impl Iterator<Item = (u32, u32, u32)> {
+    let (s, e) = (split(start), split(end));
+    let buckets = (start <= end).then_some(s.0..=e.0);
+    buckets.into_iter().flatten().map(move |h| {
+        let (lo, hi) = span_in(h, s, e);
+        (h, lo, hi)
+    })
+}
+
 impl Bitmap64 {
     /// An empty bitmap.
     pub fn new() -> Self {
@@ -102,13 +113,7 @@ impl Bitmap64 {
 
     /// Adds every value in `start..=end`.
     pub fn add_range(&mut self, start: u64, end: u64) {
-        if start > end {
-            return;
-        }
-        let (sh, sl) = split(start);
-        let (eh, el) = split(end);
-        for h in sh..=eh {
-            let (lo, hi) = span_in(h, (sh, sl), (eh, el));
+        for (h, lo, hi) in spans(start, end) {
             self.buckets.entry(h).or_default().add_range(lo, hi);
         }
     }
@@ -144,13 +149,7 @@ impl Bitmap64 {
     /// full where the range covers them), so time and memory grow with the
     /// number of buckets spanned: callers bound the range width.
     pub fn flip_range(&mut self, start: u64, end: u64) {
-        if start > end {
-            return;
-        }
-        let (sh, sl) = split(start);
-        let (eh, el) = split(end);
-        for h in sh..=eh {
-            let (lo, hi) = span_in(h, (sh, sl), (eh, el));
+        for (h, lo, hi) in spans(start, end) {
             let b = self.buckets.entry(h).or_default();
             b.flip_range(lo, hi);
             if b.is_empty() {

@@ -200,6 +200,20 @@ unsafe fn bitset_low_sum_hw(words: &[u64]) -> u64 {
     bitset_low_sum_plain(words)
 }
 
+/// One Harley–Seal step over eight words (`c[..8]`): adds them into the
+/// running `ones` and `twos` and returns the two carries into the fours.
+#[inline(always)]
+fn csa8(ones: &mut u64, twos: &mut u64, c: &[u64]) -> (u64, u64) {
+    let (ta, o) = csa(*ones, c[0], c[1]);
+    let (tb, o) = csa(o, c[2], c[3]);
+    let (fa, t) = csa(*twos, ta, tb);
+    let (ta, o) = csa(o, c[4], c[5]);
+    let (tb, o) = csa(o, c[6], c[7]);
+    let (fb, t) = csa(t, ta, tb);
+    (*ones, *twos) = (o, t);
+    (fa, fb)
+}
+
 #[inline(always)]
 fn bitset_low_sum_plain(words: &[u64]) -> u64 {
     let weighted: u64 = words
@@ -211,22 +225,12 @@ fn bitset_low_sum_plain(words: &[u64]) -> u64 {
     let mut sixteens = 0u64;
     let mut chunks = words.chunks_exact(16);
     for c in &mut chunks {
-        let (ta, o) = csa(ones, c[0], c[1]);
-        let (tb, o) = csa(o, c[2], c[3]);
-        let (fa, t) = csa(twos, ta, tb);
-        let (ta, o) = csa(o, c[4], c[5]);
-        let (tb, o) = csa(o, c[6], c[7]);
-        let (fb, t) = csa(t, ta, tb);
+        let (fa, fb) = csa8(&mut ones, &mut twos, &c[..8]);
         let (ea, f) = csa(fours, fa, fb);
-        let (ta, o) = csa(o, c[8], c[9]);
-        let (tb, o) = csa(o, c[10], c[11]);
-        let (fa, t) = csa(t, ta, tb);
-        let (ta, o) = csa(o, c[12], c[13]);
-        let (tb, o) = csa(o, c[14], c[15]);
-        let (fb, t) = csa(t, ta, tb);
+        let (fa, fb) = csa8(&mut ones, &mut twos, &c[8..]);
         let (eb, f) = csa(f, fa, fb);
         let (s, e) = csa(eights, ea, eb);
-        (ones, twos, fours, eights) = (o, t, f, e);
+        (fours, eights) = (f, e);
         sixteens += word_index_sum(s);
     }
     let rest: u64 = chunks.remainder().iter().map(|&w| word_index_sum(w)).sum();

@@ -103,23 +103,12 @@ impl Txn {
         } else {
             StrEncoding::Auto
         };
-        self.put_string_enc(db, key, value, expire_at_ms, enc)
-    }
-
-    fn put_string_enc(
-        &mut self,
-        db: u16,
-        key: &[u8],
-        value: Vec<u8>,
-        expire_at_ms: u64,
-        enc: StrEncoding,
-    ) -> Result<()> {
         let old = self.meta(db, key)?;
         self.put_string_over(db, key, value, expire_at_ms, enc, old.as_ref())
     }
 
-    /// `put_string_enc` when the caller already holds the key's live meta
-    /// (`old`, read in this `Txn`): saves a second lookup.
+    /// Writes a string value over `old`, the key's live meta as the caller
+    /// read it in this `Txn` (no second lookup).
     fn put_string_over(
         &mut self,
         db: u16,
@@ -272,19 +261,20 @@ impl Txn {
     /// `NanOrInfinity` when the result is not finite.
     pub fn incr_by_float(&mut self, db: u16, key: &[u8], incr: &[u8]) -> Result<Vec<u8>> {
         let old = self.string_meta(db, key)?;
-        let (cur, expire) = match old {
+        let (cur, expire): (&[u8], u64) = match &old {
             Some(KeyMeta {
                 summary: Summary::String(v),
                 expire_at_ms,
                 ..
-            }) => (v, expire_at_ms),
-            _ => (b"0".to_vec(), 0),
+            }) => (v, *expire_at_ms),
+            _ => (b"0", 0),
         };
-        let text = incr_float_text(&cur, incr).map_err(|e| match e {
+        let text = incr_float_text(cur, incr).map_err(|e| match e {
             FloatIncrError::Current | FloatIncrError::Increment => StoreError::NotFloat,
             FloatIncrError::NanOrInfinity => StoreError::NanOrInfinity,
         })?;
-        self.put_string_enc(db, key, text.clone(), expire, StrEncoding::NoInt)?;
+        let enc = StrEncoding::NoInt;
+        self.put_string_over(db, key, text.clone(), expire, enc, old.as_ref())?;
         Ok(text)
     }
 
