@@ -150,6 +150,32 @@ fn select_flushdb_and_transactions() {
     assert_eq!(call(&mut c, &["TR.CLEARBITS", "m", "1"]), status("QUEUED"));
     assert_eq!(call(&mut c, &["EXEC"]), Frame::NullArray);
     assert_eq!(call(&mut c, &["TR.BITCOUNT", "m"]), int(4));
+
+    // An empty result over an empty destination writes nothing, yet still
+    // counts as a change of the destination for WATCH; over an expiring
+    // empty destination it clears the expiry.
+    assert_eq!(call(&mut c, &["TR.SETBITS", "far", "5000000"]), int(1));
+    assert_eq!(call(&mut c, &["TR.BITOP", "e", "AND", "m", "far"]), int(0));
+    assert_eq!(call(&mut c, &["WATCH", "e"]), ok());
+    assert_eq!(
+        call(&mut other, &["TR.BITOP", "e", "AND", "m", "far"]),
+        int(0)
+    );
+    assert_eq!(call(&mut c, &["MULTI"]), ok());
+    assert_eq!(
+        call(&mut c, &["TR.SETBIT", "e", "1", "1"]),
+        status("QUEUED")
+    );
+    assert_eq!(call(&mut c, &["EXEC"]), Frame::NullArray);
+    assert_eq!(call(&mut c, &["EXISTS", "e"]), int(1));
+    assert_eq!(call(&mut c, &["TYPE", "e"]), status("TairRoaring"));
+    assert_eq!(call(&mut c, &["TR.BITCOUNT", "e"]), int(0));
+    assert_eq!(call(&mut c, &["EXPIRE", "e", "100"]), int(1));
+    assert_eq!(call(&mut c, &["TR.BITOP", "e", "AND", "m", "far"]), int(0));
+    assert_eq!(call(&mut c, &["TTL", "e"]), int(-1));
+    assert_eq!(call(&mut c, &["TR.BITOP", "e", "OR", "m", "far"]), int(5));
+    assert_eq!(call(&mut c, &["TR.BITOP", "e", "AND", "m", "far"]), int(0));
+    assert_eq!(call(&mut c, &["TR.MIN", "e"]), int(-1));
 }
 
 #[test]

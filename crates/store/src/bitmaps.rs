@@ -455,6 +455,15 @@ fn sink_block(
     Ok(())
 }
 
+/// True for an empty bitmap without expiry, as an empty TR.BITOP result
+/// is stored: no `data` entries, so the version does not matter.
+fn is_plain_empty_bitmap(m: &KeyMeta) -> bool {
+    m.expire_at_ms == 0
+        && !m.big
+        && !m.noint
+        && m.summary == Summary::Bitmap(BitmapSummary::default())
+}
+
 /// Takes the head entry's container bytes.
 fn take(s: &mut Stream<'_>) -> Result<Bytes> {
     match s.next() {
@@ -1687,8 +1696,9 @@ impl Txn {
     /// `WrongType` when a source or the destination holds another type
     /// (open point 9); nothing is written then.
     pub fn tr_bitop(&mut self, db: u16, dest: &[u8], op: BitOp, srcs: &[&[u8]]) -> Result<u64> {
-        self.meta_of(db, dest, Kind::Bitmap)?;
-        // The result's containers as bytes to store, and its summary
+        // The destination's type is checked once the result is known (one
+        // meta read; a wrong-typed destination only costs the merge). The
+        // result's containers as bytes to store, and its summary
         // built as they come (census, sum, extremes: as
         // `summary_of_bitmap`), without an in-memory `Bitmap`.
         let mut out: Vec<(u16, Vec<u8>)> = Vec::new();
@@ -1702,7 +1712,14 @@ impl Txn {
             s.sum += container_sum(hi, r);
             out.push((hi, bytes.to_vec()));
         })?;
-        self.meta_of(db, dest, Kind::Bitmap)?;
+        let prev = self.meta_of(db, dest, Kind::Bitmap)?;
+        if out.is_empty() && prev.as_ref().is_some_and(is_plain_empty_bitmap) {
+            // The result is the key's current state (an empty bitmap
+            // without expiry): nothing to write. The key still counts as
+            // modified, as in Redis (WATCH).
+            self.touch(db, dest);
+            return Ok(0);
+        }
         let version = self.new_data_version()?;
         for (hi, bytes) in out {
             self.data_put(db, dest, version, &hi.to_be_bytes(), bytes);
