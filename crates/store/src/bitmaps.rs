@@ -1160,7 +1160,7 @@ impl Txn {
         self.meta_of(db, key, Kind::Bitmap)?;
         let version = self.new_data_version()?;
         for (hi, c) in b.containers() {
-            self.data_put(db, key, version, &hi.to_be_bytes(), c.as_bytes().to_vec());
+            self.data_put_fresh(db, key, version, &hi.to_be_bytes(), c.as_bytes().to_vec())?;
         }
         let s = summary_of_bitmap(b);
         self.put_new_bitmap_meta(db, key, version, s)?;
@@ -1722,7 +1722,7 @@ impl Txn {
         }
         let version = self.new_data_version()?;
         for (hi, bytes) in out {
-            self.data_put(db, dest, version, &hi.to_be_bytes(), bytes);
+            self.data_put_fresh(db, dest, version, &hi.to_be_bytes(), bytes)?;
         }
         self.put_new_bitmap_meta(db, dest, version, s)?;
         Ok(s.card)

@@ -34,6 +34,9 @@ pub type TypedKey = (Vec<u8>, Kind);
 /// Entries written per batch while flushing a database.
 const FLUSH_CHUNK: usize = 4096;
 
+/// Bytes of entries RENAME reads from the source before writing them.
+const RENAME_CHUNK_BYTES: usize = 1 << 20;
+
 impl Txn {
     /// TYPE: the key's kind, `None` when absent.
     ///
@@ -146,7 +149,9 @@ impl Txn {
     /// RENAME (`nx = false`) / RENAMENX (`nx = true`) within `db`. The
     /// value and its expire time move to `dst`, replacing it unless `nx`.
     /// Returns false only for RENAMENX when `dst` exists (or `src == dst`).
-    /// Sets and hashes are copied element by element under a new version.
+    /// Keys with `data` entries (sets, hashes, sorted sets, bitmaps) are
+    /// copied entry by entry under a new version: O(entries) time, memory
+    /// bounded by chunks and [`Txn::data_put_fresh`]'s spills.
     ///
     /// # Errors
     /// `NoSuchKey` when `src` is absent.
@@ -165,12 +170,28 @@ impl Txn {
         }
         let mut moved = m.clone();
         if m.has_data() {
+            // Copied in chunks under a fresh version, which spills to the
+            // `Kv` as it grows: memory stays bounded for any key size.
             let version = self.new_data_version()?;
-            let elems: Vec<(Vec<u8>, Vec<u8>)> = self
-                .data_iter(db, src, m.version, None, false)
-                .collect::<Result<_>>()?;
-            for (sub, v) in elems {
-                self.data_put(db, dst, version, &sub, v);
+            let mut after: Option<Vec<u8>> = None;
+            loop {
+                let mut chunk = Vec::new();
+                let mut bytes = 0;
+                for e in self.data_iter(db, src, m.version, after.as_deref(), false) {
+                    let (sub, v) = e?;
+                    bytes += sub.len() + v.len();
+                    chunk.push((sub, v));
+                    if bytes >= RENAME_CHUNK_BYTES {
+                        break;
+                    }
+                }
+                let Some((last, _)) = chunk.last() else {
+                    break;
+                };
+                after = Some(last.clone());
+                for (sub, v) in chunk {
+                    self.data_put_fresh(db, dst, version, &sub, v)?;
+                }
             }
             moved.version = version;
         }

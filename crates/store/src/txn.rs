@@ -45,7 +45,15 @@ pub struct Txn {
     /// tr-cache hook: container writes under live versions, for the
     /// container cache at commit (recorded by `bitmaps.rs`).
     pub(crate) cc_pending: crate::container_cache::Pending,
+    /// Overlay keys written by [`Txn::data_put_fresh`] since the last
+    /// spill, and their bytes (see [`SPILL_BYTES`]).
+    fresh: Vec<Vec<u8>>,
+    fresh_bytes: usize,
 }
+
+/// Bytes of fresh-version entries a `Txn` keeps in its overlay before it
+/// writes them to the `Kv` ahead of its commit ([`Txn::data_put_fresh`]).
+pub const SPILL_BYTES: usize = 8 << 20;
 
 impl Drop for Txn {
     fn drop(&mut self) {
@@ -69,6 +77,8 @@ impl Txn {
             extra_locks: Vec::new(),
             held,
             cc_pending: crate::container_cache::Pending::default(),
+            fresh: Vec::new(),
+            fresh_bytes: 0,
         }
     }
 
@@ -562,6 +572,59 @@ impl Txn {
         self.touch(db, key);
     }
 
+    /// Writes one element under `version`, a version this `Txn` allocated
+    /// ([`Txn::new_data_version`]) and no committed meta names yet. Such
+    /// writes are invisible to every other reader until the meta that
+    /// names the version commits, so once they pass [`SPILL_BYTES`] they
+    /// go to the `Kv` ahead of the commit, in their own batch, keeping a
+    /// large copy (RENAME, a TR.BITOP result) from sitting in the overlay,
+    /// the commit batch and the engine at once. This `Txn` still reads them
+    /// (from the `Kv`). If it never commits, the spilled entries are
+    /// garbage under an unused version: the data GC drops them, and never
+    /// while the version is in flight.
+    ///
+    /// # Errors
+    /// `Io` when a spill write fails.
+    pub fn data_put_fresh(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        sub: &[u8],
+        value: Vec<u8>,
+    ) -> Result<()> {
+        debug_assert!(self.versions.contains(&version), "not a fresh version");
+        let dk = keys::data_key(db, key, version, sub);
+        self.fresh_bytes += dk.len() + value.len();
+        self.fresh.push(dk.clone());
+        self.ensure_locked(db, key);
+        self.data.insert(dk, Some(value));
+        self.touch(db, key);
+        if self.fresh_bytes >= SPILL_BYTES {
+            self.spill_fresh()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the fresh-version entries still in the overlay to the `Kv`
+    /// (durable with the commit that names their version: one journal).
+    fn spill_fresh(&mut self) -> Result<()> {
+        let mut batch = WriteBatch::with_capacity(self.fresh.len());
+        for dk in std::mem::take(&mut self.fresh) {
+            // A delete since (or a key already spilled) stays as it is.
+            if let Some(slot @ Some(_)) = self.data.get_mut(&dk) {
+                let v = slot.take().expect("matched Some");
+                self.data.remove(&dk);
+                batch.put(Space::Data, dk, v);
+            }
+        }
+        self.fresh_bytes = 0;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.inner.kv.write(batch, crate::kv::Durability::Lazy)
+    }
+
     /// Deletes one element.
     pub fn data_delete(&mut self, db: u16, key: &[u8], version: u64, sub: &[u8]) {
         self.ensure_locked(db, key);
@@ -853,6 +916,31 @@ mod tests {
     /// Two keys of one stripe: the stripe's meta cache slot must follow
     /// every commit (either key, named or locked on demand), a dropped Txn
     /// and a flush.
+    #[test]
+    fn fresh_version_writes_spill_and_stay_readable() {
+        let store = Store::open(crate::StoreConfig::default()).unwrap();
+        let mut t = store.begin(&[(0, b"k")]);
+        let v = t.new_data_version().unwrap();
+        let value = vec![7u8; 1000];
+        let n = 3 * SPILL_BYTES / 1000;
+        for i in 0..n as u32 {
+            t.data_put_fresh(0, b"k", v, &i.to_be_bytes(), value.clone())
+                .unwrap();
+            assert!(t.fresh_bytes < SPILL_BYTES && t.data.len() <= SPILL_BYTES / 1000);
+        }
+        // A delete after a write that stayed in the overlay is kept.
+        t.data_delete(0, b"k", v, &0u32.to_be_bytes());
+        t.spill_fresh().unwrap();
+        assert_eq!(t.data.len(), 1);
+        let read: Vec<_> = t.data_iter(0, b"k", v, None, false).collect();
+        assert_eq!(read.len(), n - 1);
+        assert!(read.iter().all(|e| e.as_ref().unwrap().1 == value));
+        assert_eq!(
+            t.data_get(0, b"k", v, &1u32.to_be_bytes()).unwrap(),
+            Some(value)
+        );
+    }
+
     #[test]
     fn meta_cache_follows_commits_drops_and_flushes() {
         let store = Store::open(crate::StoreConfig::default()).unwrap();

@@ -168,6 +168,55 @@ fn keyspace_rename_moves_sets_and_ttl() {
     }
 }
 
+/// RENAME of a key bigger than a spill (`txn::SPILL_BYTES`): every field
+/// arrives, in the same transaction and after it, and (LSM) after a
+/// reopen; the source is gone.
+#[test]
+fn keyspace_rename_copies_big_keys_in_chunks() {
+    for (name, store, dir) in stores() {
+        let field = |i: u32| format!("field-{i:08}").into_bytes();
+        let value = |i: u32| vec![(i % 251) as u8; 200];
+        let n = 60_000u32; // ~13 MB of entries
+        let mut t = store.begin(&[(0, b"big")]);
+        for start in (0..n).step_by(10_000) {
+            let pairs: Vec<(Vec<u8>, Vec<u8>)> = (start..start + 10_000)
+                .map(|i| (field(i), value(i)))
+                .collect();
+            t.hset(0, b"big", &pairs, false).unwrap();
+        }
+        t.commit().unwrap();
+        let mut t = store.begin(&[(0, b"big"), (0, b"moved")]);
+        assert!(t.rename(0, b"big", b"moved", false).unwrap(), "{name}");
+        assert_eq!(t.hlen(0, b"moved").unwrap(), u64::from(n), "{name}");
+        assert_eq!(
+            t.hget(0, b"moved", &field(n - 1)).unwrap(),
+            Some(value(n - 1))
+        );
+        t.commit().unwrap();
+        let check = |store: &Store| {
+            let mut t = store.begin(&[]);
+            assert!(!t.exists(0, b"big").unwrap(), "{name}");
+            let all = t.hgetall(0, b"moved").unwrap();
+            assert_eq!(all.len(), n as usize, "{name}");
+            for (i, (f, v)) in all.iter().enumerate() {
+                assert_eq!((f, v), (&field(i as u32), &value(i as u32)), "{name}");
+            }
+        };
+        check(&store);
+        if let Some(dir) = dir {
+            drop(store);
+            let store = Store::open(StoreConfig {
+                dir: Some(dir.path().to_path_buf()),
+                databases: 16,
+                sync: SyncMode::No,
+                cache_bytes: 8 << 20,
+            })
+            .unwrap();
+            check(&store);
+        }
+    }
+}
+
 #[test]
 fn keyspace_keys_and_scan_cover_every_key_once() {
     for (name, store, _d) in stores() {
