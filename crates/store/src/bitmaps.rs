@@ -455,6 +455,9 @@ fn sink_block(
     Ok(())
 }
 
+/// Bytes of containers TR.OPTIMIZE reads before rewriting them.
+const OPTIMIZE_CHUNK_BYTES: usize = 1 << 20;
+
 /// True for an empty bitmap without expiry, as an empty TR.BITOP result
 /// is stored: no `data` entries, so the version does not matter.
 fn is_plain_empty_bitmap(m: &KeyMeta) -> bool {
@@ -1199,23 +1202,41 @@ impl Txn {
         let Some(mut e) = self.bm_open(db, key, false)? else {
             return Ok(None);
         };
-        let blocks: Vec<FoldedBlock> =
-            Folded::new(self.data_iter(db, key, e.meta.version, None, false), false)
-                .collect::<Result<_>>()?;
-        for (hi, bytes, n) in blocks {
-            let old = view(&bytes)?.to_buf();
-            let mut new = old.clone();
-            new.optimize();
-            // A rewrite also folds the container's deltas.
-            if new != old || n > 0 {
-                self.bm_put(
-                    db,
-                    key,
-                    &mut e,
-                    hi,
-                    (Some(old.as_ref()), &new, n),
-                    (None, Some(0)),
-                )?;
+        // Read in chunks of about OPTIMIZE_CHUNK_BYTES: only rewritten
+        // containers are held (in the overlay), not the whole key.
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let mut blocks: Vec<FoldedBlock> = Vec::new();
+            let mut bytes_read = 0;
+            let scan = self.data_iter(db, key, e.meta.version, after.as_deref(), false);
+            for b in Folded::new(scan, false) {
+                let b = b?;
+                bytes_read += b.1.len();
+                blocks.push(b);
+                if bytes_read >= OPTIMIZE_CHUNK_BYTES {
+                    break;
+                }
+            }
+            let Some(&(last, _, _)) = blocks.last() else {
+                break;
+            };
+            // Past block `last`'s last possible delta entry.
+            after = Some(delta::delta_sub(last, u16::MAX).to_vec());
+            for (hi, bytes, n) in blocks {
+                let old = view(&bytes)?.to_buf();
+                let mut new = old.clone();
+                new.optimize();
+                // A rewrite also folds the container's deltas.
+                if new != old || n > 0 {
+                    self.bm_put(
+                        db,
+                        key,
+                        &mut e,
+                        hi,
+                        (Some(old.as_ref()), &new, n),
+                        (None, Some(0)),
+                    )?;
+                }
             }
         }
         self.bm_finish(db, key, e)?;
@@ -1972,6 +1993,51 @@ mod tests {
             model.remove(&v);
         }
         check(&mut t, b"k", &model);
+    }
+
+    /// TR.OPTIMIZE over a key of several read chunks: containers that
+    /// become runs, bitsets that stay, and deltas to fold, in every chunk.
+    #[test]
+    fn optimize_rewrites_a_big_key_chunk_by_chunk() {
+        let st = store();
+        let mut model = BTreeSet::new();
+        let mut t = st.begin(&[]);
+        let mut x = 5u64;
+        for hi in 0..400u32 {
+            let vals: Vec<u32> = if hi % 2 == 0 {
+                // 2,000 consecutive values: an array that is one run.
+                (0..2000).map(|i| (hi << 16) | (100 + i)).collect()
+            } else {
+                (0..5000)
+                    .map(|_| {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        (hi << 16) | ((x >> 48) as u32)
+                    })
+                    .collect()
+            };
+            t.tr_setbits(0, b"k", &vals).unwrap();
+            model.extend(vals);
+        }
+        t.commit().unwrap();
+        for hi in (0..400u32).step_by(7) {
+            let v = (hi << 16) | 60_000;
+            let mut t = st.begin(&[(0, b"k")]);
+            t.tr_setbit(0, b"k", v, true).unwrap();
+            t.commit().unwrap();
+            model.insert(v);
+        }
+        let mut t = st.begin(&[]);
+        let before = t.tr_summary(0, b"k").unwrap().unwrap();
+        assert!(before.deltas > 0 && key_bytes(&before) > 2 * OPTIMIZE_CHUNK_BYTES as u64);
+        let mut t = st.begin(&[(0, b"k")]);
+        assert_eq!(t.tr_optimize(0, b"k").unwrap(), Some(()));
+        t.commit().unwrap();
+        let mut t = st.begin(&[]);
+        check(&mut t, b"k", &model);
+        let after = t.tr_summary(0, b"k").unwrap().unwrap();
+        assert_eq!(after.deltas, 0);
+        assert!(after.kinds[2].containers >= 150, "{after:?}");
+        assert!(key_bytes(&after) < key_bytes(&before));
     }
 
     /// Single-bit edits of a big container go to delta entries, folded
