@@ -825,16 +825,31 @@ impl Txn {
         it.peekable()
     }
 
-    /// First (or, `reverse`, last) value of the key version, by a seek.
+    /// First value of the key version in a block after `past` (or,
+    /// `reverse`, last value in a block before it), by a seek; `None` when
+    /// there is none.
+    ///
+    /// Callers pass the block that just lost the extreme: values below the
+    /// old minimum cannot exist, and the scan must not start below it,
+    /// where emptied blocks leave tombstones that an engine scan walks over
+    /// until compaction drops them (a bitmap whose low ids are cleared in
+    /// order would rescan all of them on every new minimum).
     fn bm_extreme(
         &self,
         db: u16,
         key: &[u8],
         version: u64,
-        reverse: bool,
+        (reverse, past): (bool, u16),
         s: &BitmapSummary,
     ) -> Result<Option<u32>> {
-        let from = if reverse { u16::MAX } else { 0 };
+        let from = if reverse {
+            past.checked_sub(1)
+        } else {
+            past.checked_add(1)
+        };
+        let Some(from) = from else {
+            return Ok(None);
+        };
         let mut st = self.bm_stream(db, key, version, from, reverse, s);
         let Some(hi) = head(&mut st)? else {
             return Ok(None);
@@ -917,7 +932,7 @@ impl Txn {
                 None => {
                     let s = e.s;
                     e.s.min = self
-                        .bm_extreme(db, key, e.meta.version, false, &s)?
+                        .bm_extreme(db, key, e.meta.version, (false, hi), &s)?
                         .unwrap_or(0);
                 }
             }
@@ -928,7 +943,7 @@ impl Txn {
                 None => {
                     let s = e.s;
                     e.s.max = self
-                        .bm_extreme(db, key, e.meta.version, true, &s)?
+                        .bm_extreme(db, key, e.meta.version, (true, hi), &s)?
                         .unwrap_or(0);
                 }
             }
@@ -1992,6 +2007,41 @@ mod tests {
             t.tr_setbit(0, b"k", v, false).unwrap();
             model.remove(&v);
         }
+        check(&mut t, b"k", &model);
+    }
+
+    /// Extremes kept exact while whole blocks empty from either end (a
+    /// sliding window of ids): each new minimum / maximum is found past
+    /// the block that lost it.
+    #[test]
+    fn extremes_follow_blocks_emptied_from_both_ends() {
+        let st = store();
+        let mut model = BTreeSet::new();
+        let mut t = st.begin(&[]);
+        let vals: Vec<u32> = (0..40u32)
+            .flat_map(|hi| [hi << 16 | 7, hi << 16 | 900])
+            .collect();
+        t.tr_setbits(0, b"k", &vals).unwrap();
+        t.commit().unwrap();
+        model.extend(vals);
+        let mut step = 0;
+        while model.len() > 1 {
+            let v = if step % 3 == 0 {
+                *model.last().unwrap()
+            } else {
+                *model.first().unwrap()
+            };
+            step += 1;
+            let mut t = st.begin(&[(0, b"k")]);
+            assert!(t.tr_setbit(0, b"k", v, false).unwrap());
+            t.commit().unwrap();
+            model.remove(&v);
+            let mut t = st.begin(&[]);
+            let s = t.tr_summary(0, b"k").unwrap().unwrap();
+            let want = (*model.first().unwrap(), *model.last().unwrap());
+            assert_eq!((s.min, s.max), want, "after clearing {v}");
+        }
+        let mut t = st.begin(&[]);
         check(&mut t, b"k", &model);
     }
 
