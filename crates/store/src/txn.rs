@@ -611,11 +611,14 @@ impl Txn {
     fn spill_fresh(&mut self) -> Result<()> {
         let mut batch = WriteBatch::with_capacity(self.fresh.len());
         for dk in std::mem::take(&mut self.fresh) {
-            // A delete since (or a key already spilled) stays as it is.
-            if let Some(slot @ Some(_)) = self.data.get_mut(&dk) {
-                let v = slot.take().expect("matched Some");
-                self.data.remove(&dk);
-                batch.put(Space::Data, dk, v);
+            match self.data.remove(&dk) {
+                Some(Some(v)) => batch.put(Space::Data, dk, v),
+                // Deleted since it was written: the delete stays.
+                Some(None) => {
+                    self.data.insert(dk, None);
+                }
+                // Listed twice (written twice): already in the batch.
+                None => {}
             }
         }
         self.fresh_bytes = 0;
@@ -913,9 +916,6 @@ mod tests {
             .collect()
     }
 
-    /// Two keys of one stripe: the stripe's meta cache slot must follow
-    /// every commit (either key, named or locked on demand), a dropped Txn
-    /// and a flush.
     #[test]
     fn fresh_version_writes_spill_and_stay_readable() {
         let store = Store::open(crate::StoreConfig::default()).unwrap();
@@ -928,12 +928,14 @@ mod tests {
                 .unwrap();
             assert!(t.fresh_bytes < SPILL_BYTES && t.data.len() <= SPILL_BYTES / 1000);
         }
-        // A delete after a write that stayed in the overlay is kept.
+        // Deletes of a spilled entry and of one still in the overlay both
+        // survive the next spill.
         t.data_delete(0, b"k", v, &0u32.to_be_bytes());
+        t.data_delete(0, b"k", v, &(n as u32 - 1).to_be_bytes());
         t.spill_fresh().unwrap();
-        assert_eq!(t.data.len(), 1);
+        assert_eq!(t.data.len(), 2);
         let read: Vec<_> = t.data_iter(0, b"k", v, None, false).collect();
-        assert_eq!(read.len(), n - 1);
+        assert_eq!(read.len(), n - 2);
         assert!(read.iter().all(|e| e.as_ref().unwrap().1 == value));
         assert_eq!(
             t.data_get(0, b"k", v, &1u32.to_be_bytes()).unwrap(),
@@ -941,6 +943,9 @@ mod tests {
         );
     }
 
+    /// Two keys of one stripe: the stripe's meta cache slot must follow
+    /// every commit (either key, named or locked on demand), a dropped Txn
+    /// and a flush.
     #[test]
     fn meta_cache_follows_commits_drops_and_flushes() {
         let store = Store::open(crate::StoreConfig::default()).unwrap();
