@@ -6,15 +6,20 @@ use roaringd_store::sets::SetOp;
 use roaringd_store::strings::{ExpireUpdate, SetCond, SetOptions};
 use roaringd_store::{Kind, Store, StoreConfig, StoreError, SyncMode};
 
-fn stores() -> Vec<(&'static str, Store, Option<tempfile::TempDir>)> {
-    let dir = tempfile::tempdir().unwrap();
-    let lsm = Store::open(StoreConfig {
-        dir: Some(dir.path().to_path_buf()),
+/// The LSM store of the tests, in `dir` (new or reopened).
+fn lsm_store(dir: &std::path::Path) -> Store {
+    Store::open(StoreConfig {
+        dir: Some(dir.to_path_buf()),
         databases: 16,
         sync: SyncMode::No,
         cache_bytes: 8 << 20,
     })
-    .unwrap();
+    .unwrap()
+}
+
+fn stores() -> Vec<(&'static str, Store, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let lsm = lsm_store(dir.path());
     vec![
         ("mem", Store::open(StoreConfig::default()).unwrap(), None),
         ("lsm", lsm, Some(dir)),
@@ -205,14 +210,7 @@ fn keyspace_rename_copies_big_keys_in_chunks() {
         check(&store);
         if let Some(dir) = dir {
             drop(store);
-            let store = Store::open(StoreConfig {
-                dir: Some(dir.path().to_path_buf()),
-                databases: 16,
-                sync: SyncMode::No,
-                cache_bytes: 8 << 20,
-            })
-            .unwrap();
-            check(&store);
+            check(&lsm_store(dir.path()));
         }
     }
 }
