@@ -493,3 +493,50 @@ fn big_multi_key_operations_run_off_the_worker() {
         );
     }
 }
+
+/// RENAME / RENAMENX of keys with more than 4,096 entries copy them as
+/// blocking work off the I/O worker; the results are those of small keys,
+/// in MULTI/EXEC too, and another connection is served meanwhile.
+#[test]
+fn big_renames_run_off_the_worker() {
+    for io in ["1", "2"] {
+        let s = TestServer::start_with(bin(), &["--io-threads", io]);
+        let mut c = s.client();
+        let mut other = s.client();
+        // 5,000 containers of one bit each, and a set of 5,000 members.
+        let bits: Vec<String> = (0..5000u64).map(|i| ((i << 16) | 3).to_string()).collect();
+        let mut args = vec!["TR.SETBITS", "bm"];
+        args.extend(bits.iter().map(String::as_str));
+        assert_eq!(call(&mut c, &args), int(5000));
+        let mut args = vec!["SADD", "set"];
+        args.extend(bits.iter().map(String::as_str));
+        assert_eq!(call(&mut c, &args), int(5000));
+        assert_eq!(call(&mut c, &["EXPIRE", "bm", "1000"]), int(1));
+
+        assert_eq!(call(&mut c, &["RENAME", "bm", "bm2"]), ok());
+        assert_eq!(call(&mut other, &["PING"]), status("PONG"));
+        assert_eq!(call(&mut c, &["TR.BITCOUNT", "bm2"]), int(5000));
+        assert_eq!(call(&mut c, &["TR.MAX", "bm2"]), int((4999 << 16) | 3));
+        assert!(matches!(call(&mut c, &["TTL", "bm2"]), Frame::Integer(t) if t > 990));
+        assert_eq!(call(&mut c, &["EXISTS", "bm"]), int(0));
+        assert_eq!(call(&mut c, &["RENAMENX", "set", "bm2"]), int(0));
+        assert_eq!(call(&mut c, &["RENAMENX", "set", "set2"]), int(1));
+        assert_eq!(call(&mut c, &["SCARD", "set2"]), int(5000));
+        assert_eq!(call(&mut c, &["SISMEMBER", "set2", &bits[4321]]), int(1));
+
+        assert_eq!(call(&mut c, &["MULTI"]), ok());
+        assert_eq!(call(&mut c, &["RENAME", "bm2", "bm3"]), status("QUEUED"));
+        assert_eq!(
+            call(&mut c, &["TR.GETBIT", "bm3", &bits[17]]),
+            status("QUEUED")
+        );
+        assert_eq!(call(&mut c, &["RENAME", "set2", "bm3"]), status("QUEUED"));
+        assert_eq!(call(&mut c, &["TYPE", "bm3"]), status("QUEUED"));
+        assert_eq!(
+            call(&mut c, &["EXEC"]),
+            Frame::Array(vec![ok(), int(1), ok(), status("set")])
+        );
+        assert_eq!(call(&mut c, &["SCARD", "bm3"]), int(5000));
+        assert_eq!(call(&mut c, &["DBSIZE"]), int(1));
+    }
+}

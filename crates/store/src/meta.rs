@@ -254,6 +254,18 @@ impl KeyMeta {
         !matches!(self.summary, Summary::String(_))
     }
 
+    /// How many `data` entries the key has: members, fields, or a
+    /// bitmap's containers and delta entries; 0 for a string.
+    #[must_use]
+    pub fn data_entries(&self) -> u64 {
+        match &self.summary {
+            Summary::String(_) => 0,
+            Summary::Set { card } => *card,
+            Summary::Hash { len, .. } => *len,
+            Summary::Bitmap(s) => s.containers + s.deltas,
+        }
+    }
+
     /// Encodes into the `meta` value bytes.
     #[must_use]
     pub fn encode(&self) -> Vec<u8> {

@@ -295,18 +295,31 @@ fn persist(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError
 fn rename(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let src = args.next_bytes()?;
     let dst = args.next_bytes()?;
-    let db = ctx.db;
-    ctx.txn()?.rename(db, src, dst, false)?;
+    rename_key(ctx, src, dst, false)?;
     Ok(Reply::Ok)
 }
 
 fn renamenx(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let src = args.next_bytes()?;
     let dst = args.next_bytes()?;
+    Ok(Reply::Integer(i64::from(rename_key(ctx, src, dst, true)?)))
+}
+
+/// `data` entries above which RENAME copies them as blocking work off the
+/// I/O worker (DESIGN.md: a long command must not stall the worker's other
+/// connections); the copy is O(entries).
+const RENAME_OFF_WORKER_ENTRIES: u64 = 4096;
+
+/// RENAME / RENAMENX on this command's `Txn`, off the worker for big keys.
+fn rename_key(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> Result<bool, CommandError> {
     let db = ctx.db;
-    Ok(Reply::Integer(i64::from(
-        ctx.txn()?.rename(db, src, dst, true)?,
-    )))
+    let txn = ctx.txn()?;
+    let entries = txn.meta(db, src)?.map_or(0, |m| m.data_entries());
+    Ok(if entries > RENAME_OFF_WORKER_ENTRIES {
+        crate::dispatch::run_blocking(|| txn.rename(db, src, dst, nx))?
+    } else {
+        txn.rename(db, src, dst, nx)?
+    })
 }
 
 fn keys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
