@@ -344,4 +344,25 @@ mod fuzz_findings {
         assert_eq!(b.iter().collect::<Vec<_>>(), vec![7 << 16]);
         assert_eq!(b.container(7).unwrap().kind(), crate::Kind::Array);
     }
+
+    /// proptest `mutation_sequences_match_model` (CI, session 4): an array
+    /// of 4,096 values given a range it already holds went through the
+    /// bitset branch of `add_range` and stayed a bitset of 4,096 values,
+    /// which the kind policy forbids.
+    #[test]
+    fn add_range_over_a_full_array_keeps_it_an_array() {
+        let vals: Vec<u32> = (0..4095u32).map(|i| 0xFFFF_0000 | (i * 16)).collect();
+        let mut b = Bitmap::from_sorted(&vals);
+        let mut m: std::collections::BTreeSet<u32> = vals.into_iter().collect();
+        for _ in 0..2 {
+            b.add_range(u32::MAX, u32::MAX);
+            m.insert(u32::MAX);
+            assert_matches(&b, &m);
+        }
+        for (lo, hi) in [(0xFFFF_0000, 0xFFFF_0010), (0xFFFF_0100, 0xFFFF_0100)] {
+            b.add_range(lo, hi);
+            m.extend(lo..=hi);
+            assert_matches(&b, &m);
+        }
+    }
 }

@@ -540,3 +540,25 @@ fn big_renames_run_off_the_worker() {
         assert_eq!(call(&mut c, &["DBSIZE"]), int(1));
     }
 }
+
+/// TR.SETRANGE over values already present in a full array container
+/// (4,096 values) keeps the key readable: the container stays an array
+/// (it became a bitset of 4,096 values, which every read refused as
+/// corrupt).
+#[test]
+fn setrange_over_a_full_array_keeps_the_key_readable() {
+    let s = TestServer::start_with(bin(), &[]);
+    let mut c = s.client();
+    let vals: Vec<String> = (0..4096u32).map(|i| (i * 16).to_string()).collect();
+    let mut args = vec!["TR.SETBITS", "k"];
+    args.extend(vals.iter().map(String::as_str));
+    assert_eq!(call(&mut c, &args), int(4096));
+    assert_eq!(call(&mut c, &["TR.SETRANGE", "k", "0", "0"]), int(4096));
+    assert_eq!(call(&mut c, &["TR.GETBIT", "k", "16"]), int(1));
+    assert_eq!(
+        call(&mut c, &["TR.RANGE", "k", "0", "40"]),
+        Frame::Array(vec![int(0), int(16), int(32)])
+    );
+    assert_eq!(call(&mut c, &["TR.SETRANGE", "k", "1", "1"]), int(4097));
+    assert_eq!(call(&mut c, &["TR.BITCOUNT", "k", "0", "20"]), int(3));
+}

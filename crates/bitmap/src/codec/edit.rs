@@ -147,6 +147,9 @@ impl ContainerBuf {
                 self.set_bitset_card(card);
             }
         }
+        // A range that overlaps present values may leave ≤ 4,096 values in
+        // the bitset branch (an array of 4,096 plus a value it holds).
+        self.normalize();
         self.optimize();
     }
 
