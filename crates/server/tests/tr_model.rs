@@ -177,12 +177,22 @@ fn step(m: &mut Model, r: &mut Rng) -> (Vec<String>, Frame) {
             (req, int(i64::from(prev)))
         }
         2 | 3 => {
-            let n = if r.below(5) == 0 {
-                300
+            let offs: Vec<u32> = if r.below(10) == 0 {
+                // One block filled close to the array / bitset boundary
+                // (4,096 values), spaced so that it never forms runs.
+                let block = r.below(3) as u32 * 65_536;
+                let stride = 2 + r.below(14) as u32;
+                (0..4090 + r.below(12) as u32)
+                    .map(|i| block + i * stride)
+                    .collect()
             } else {
-                1 + r.below(20)
+                let n = if r.below(5) == 0 {
+                    300
+                } else {
+                    1 + r.below(20)
+                };
+                (0..n).map(|_| r.off()).collect()
             };
-            let offs: Vec<u32> = (0..n).map(|_| r.off()).collect();
             req = vec![s(&"TR.SETBITS"), s(&k)];
             req.extend(offs.iter().map(|o| o.to_string()));
             wrongtype!();
