@@ -203,6 +203,16 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
 /// runtime, a current-thread runtime, where `block_in_place` would panic)
 /// it just calls `f`.
 pub fn run_blocking<T>(f: impl FnOnce() -> T) -> T {
+    run_blocking_if(true, f)
+}
+
+/// [`run_blocking`] when `long` (work that would stall the worker's other
+/// connections), else calls `f` in place: handing the worker over costs a
+/// thread wake-up, more than short work takes.
+pub fn run_blocking_if<T>(long: bool, f: impl FnOnce() -> T) -> T {
+    if !long {
+        return f();
+    }
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             tokio::task::block_in_place(f)
@@ -223,11 +233,7 @@ pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<
             .watches
             .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
     }
-    let modified = if sync {
-        run_blocking(|| txn.commit())
-    } else {
-        txn.commit()
-    };
+    let modified = run_blocking_if(sync, || txn.commit());
     match modified {
         Ok(keys) => {
             if !keys.is_empty() {

@@ -315,11 +315,10 @@ fn rename_key(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> Result<boo
     let db = ctx.db;
     let txn = ctx.txn()?;
     let entries = txn.meta(db, src)?.map_or(0, |m| m.data_entries());
-    Ok(if entries > RENAME_OFF_WORKER_ENTRIES {
-        crate::dispatch::run_blocking(|| txn.rename(db, src, dst, nx))?
-    } else {
-        txn.rename(db, src, dst, nx)?
-    })
+    Ok(crate::dispatch::run_blocking_if(
+        entries > RENAME_OFF_WORKER_ENTRIES,
+        || txn.rename(db, src, dst, nx),
+    )?)
 }
 
 fn keys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {

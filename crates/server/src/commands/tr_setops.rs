@@ -140,11 +140,10 @@ fn sized<T>(
             containers += s.containers;
         }
     }
-    Ok(if containers > OFF_WORKER_CONTAINERS {
-        crate::dispatch::run_blocking(|| f(txn))?
-    } else {
-        f(txn)?
-    })
+    Ok(crate::dispatch::run_blocking_if(
+        containers > OFF_WORKER_CONTAINERS,
+        || f(txn),
+    )?)
 }
 
 /// TR.BITOPCARD op key... → the cardinality TR.BITOP would store; stores
