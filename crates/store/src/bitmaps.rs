@@ -39,7 +39,7 @@ use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::kv::Space;
 use crate::meta::{BitmapSummary, KeyMeta, Kind, Summary};
-use crate::txn::Txn;
+use crate::txn::{take_chunk, Txn};
 
 /// Values per container.
 const BLOCK: u64 = 1 << 16;
@@ -1271,17 +1271,11 @@ impl Txn {
         // containers are held (in the overlay), not the whole key.
         let mut after: Option<Vec<u8>> = None;
         loop {
-            let mut blocks: Vec<FoldedBlock> = Vec::new();
-            let mut bytes_read = 0;
             let scan = self.data_iter(db, key, e.meta.version, after.as_deref(), false);
-            for b in Folded::new(scan, false) {
-                let b = b?;
-                bytes_read += b.1.len();
-                blocks.push(b);
-                if bytes_read >= OPTIMIZE_CHUNK_BYTES {
-                    break;
-                }
-            }
+            let blocks: Vec<FoldedBlock> =
+                take_chunk(Folded::new(scan, false), OPTIMIZE_CHUNK_BYTES, |b| {
+                    b.1.len()
+                })?;
             let Some(&(last, _, _)) = blocks.last() else {
                 break;
             };

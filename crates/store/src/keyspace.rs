@@ -10,7 +10,7 @@ use crate::kv::{Space, WriteBatch};
 use crate::meta::{Kind, Summary};
 use crate::number::parse_i64;
 use crate::store::{counts_key, encode_counts, now_ms, DbStats};
-use crate::txn::Txn;
+use crate::txn::{take_chunk, Txn};
 use std::ops::Bound;
 
 /// Conditions of EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (Redis 7); each
@@ -175,16 +175,11 @@ impl Txn {
             let version = self.new_data_version()?;
             let mut after: Option<Vec<u8>> = None;
             loop {
-                let mut chunk = Vec::new();
-                let mut bytes = 0;
-                for e in self.data_iter(db, src, m.version, after.as_deref(), false) {
-                    let (sub, v) = e?;
-                    bytes += sub.len() + v.len();
-                    chunk.push((sub, v));
-                    if bytes >= RENAME_CHUNK_BYTES {
-                        break;
-                    }
-                }
+                let chunk = take_chunk(
+                    self.data_iter(db, src, m.version, after.as_deref(), false),
+                    RENAME_CHUNK_BYTES,
+                    |(sub, v)| sub.len() + v.len(),
+                )?;
                 let Some((last, _)) = chunk.last() else {
                     break;
                 };

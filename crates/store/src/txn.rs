@@ -51,6 +51,30 @@ pub struct Txn {
     fresh_bytes: usize,
 }
 
+/// Takes items from `it` until their `size` reaches `max_bytes` (the item
+/// that reaches it included) or `it` ends: a chunk of a long scan, for
+/// work that must not hold the whole scan at once.
+///
+/// # Errors
+/// The first error `it` yields.
+pub(crate) fn take_chunk<T>(
+    it: impl Iterator<Item = Result<T>>,
+    max_bytes: usize,
+    size: impl Fn(&T) -> usize,
+) -> Result<Vec<T>> {
+    let mut chunk = Vec::new();
+    let mut bytes = 0;
+    for item in it {
+        let item = item?;
+        bytes += size(&item);
+        chunk.push(item);
+        if bytes >= max_bytes {
+            break;
+        }
+    }
+    Ok(chunk)
+}
+
 /// Bytes of fresh-version entries a `Txn` keeps in its overlay before it
 /// writes them to the `Kv` ahead of its commit ([`Txn::data_put_fresh`]).
 pub const SPILL_BYTES: usize = 8 << 20;
