@@ -33,6 +33,13 @@ fn call(c: &mut Client, args: &[&str]) -> Frame {
     c.call(args).unwrap()
 }
 
+/// `cmd key` followed by every one of `rest` (a long argument list).
+fn call_with(c: &mut Client, cmd: &str, key: &str, rest: &[String]) -> Frame {
+    let mut args = vec![cmd, key];
+    args.extend(rest.iter().map(String::as_str));
+    call(c, &args)
+}
+
 #[test]
 fn wrongtype_across_families_and_generic_commands() {
     let s = TestServer::start_with(bin(), &[]);
@@ -458,12 +465,8 @@ fn big_multi_key_operations_run_off_the_worker() {
         let a: Vec<String> = (0..600u64).map(|i| ((i << 16) | 1).to_string()).collect();
         let mut b: Vec<String> = (300..900u64).map(|i| ((i << 16) | 1).to_string()).collect();
         b.extend((300..900u64).map(|i| ((i << 16) | 2).to_string()));
-        let mut args = vec!["TR.SETBITS", "a"];
-        args.extend(a.iter().map(String::as_str));
-        assert_eq!(call(&mut c, &args), int(600));
-        let mut args = vec!["TR.SETBITS", "b"];
-        args.extend(b.iter().map(String::as_str));
-        assert_eq!(call(&mut c, &args), int(1200));
+        assert_eq!(call_with(&mut c, "TR.SETBITS", "a", &a), int(600));
+        assert_eq!(call_with(&mut c, "TR.SETBITS", "b", &b), int(1200));
         let mut other = s.client();
         assert_eq!(call(&mut c, &["TR.BITOP", "o", "OR", "a", "b"]), int(1500));
         assert_eq!(call(&mut other, &["PING"]), status("PONG"));
@@ -505,12 +508,8 @@ fn big_renames_run_off_the_worker() {
         let mut other = s.client();
         // 5,000 containers of one bit each, and a set of 5,000 members.
         let bits: Vec<String> = (0..5000u64).map(|i| ((i << 16) | 3).to_string()).collect();
-        let mut args = vec!["TR.SETBITS", "bm"];
-        args.extend(bits.iter().map(String::as_str));
-        assert_eq!(call(&mut c, &args), int(5000));
-        let mut args = vec!["SADD", "set"];
-        args.extend(bits.iter().map(String::as_str));
-        assert_eq!(call(&mut c, &args), int(5000));
+        assert_eq!(call_with(&mut c, "TR.SETBITS", "bm", &bits), int(5000));
+        assert_eq!(call_with(&mut c, "SADD", "set", &bits), int(5000));
         assert_eq!(call(&mut c, &["EXPIRE", "bm", "1000"]), int(1));
 
         assert_eq!(call(&mut c, &["RENAME", "bm", "bm2"]), ok());
@@ -550,9 +549,7 @@ fn setrange_over_a_full_array_keeps_the_key_readable() {
     let s = TestServer::start_with(bin(), &[]);
     let mut c = s.client();
     let vals: Vec<String> = (0..4096u32).map(|i| (i * 16).to_string()).collect();
-    let mut args = vec!["TR.SETBITS", "k"];
-    args.extend(vals.iter().map(String::as_str));
-    assert_eq!(call(&mut c, &args), int(4096));
+    assert_eq!(call_with(&mut c, "TR.SETBITS", "k", &vals), int(4096));
     assert_eq!(call(&mut c, &["TR.SETRANGE", "k", "0", "0"]), int(4096));
     assert_eq!(call(&mut c, &["TR.GETBIT", "k", "16"]), int(1));
     assert_eq!(
