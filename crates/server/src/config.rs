@@ -114,7 +114,9 @@ pub struct Config {
     /// it they reply `ERR invalid arguments, maybe out of range or illegal`
     /// (spec open point 8).
     pub tr_max_reply_bytes: u64,
-    /// `io-threads`: runtime worker threads (0 = one per core).
+    /// `io-threads`: runtime worker threads that serve connections and run
+    /// commands; 0 (the default) = half the cores, at least one (see
+    /// [`crate::start::worker_threads`]).
     pub io_threads: u64,
     /// `disable-thp` (yes, as in Redis): transparent huge pages off for
     /// this process, at start. With THP, memory the allocator hands back
@@ -348,7 +350,16 @@ impl Config {
             "save" => self.save = values.join(" "),
             "pidfile" => self.pidfile = one()?.to_string(),
             "tr-max-reply-bytes" => self.tr_max_reply_bytes = memory(one()?)?,
-            "io-threads" => self.io_threads = number(one()?)?,
+            "io-threads" => {
+                // Redis allows 1..=128; 0 here picks the default.
+                let n: u64 = number(one()?)?;
+                if n > 128 {
+                    return Err(SetError::Invalid(
+                        "argument must be between 0 and 128 inclusive".into(),
+                    ));
+                }
+                self.io_threads = n;
+            }
             "disable-thp" => self.disable_thp = yes_no(one()?)?,
             "random-pick-limit" => {
                 self.random_pick_limit = number(one()?)?;
@@ -565,6 +576,20 @@ mod tests {
         assert_eq!(c.requirepass.as_deref(), Some(&b"p w"[..]));
         let err = c.apply_text("bogus 1\n").unwrap_err();
         assert!(err.contains("Bad directive"), "{err}");
+    }
+
+    #[test]
+    fn io_threads_is_bounded_and_zero_means_the_default() {
+        let mut c = Config::default();
+        assert_eq!(c.io_threads, 0);
+        c.set("io-threads", &s(&["128"]), true).unwrap();
+        assert_eq!(c.io_threads, 128);
+        c.set("io-threads", &s(&["0"]), true).unwrap();
+        assert_eq!(c.io_threads, 0);
+        for bad in ["129", "-1", "x"] {
+            assert!(c.set("io-threads", &s(&[bad]), true).is_err(), "{bad}");
+        }
+        assert_eq!(c.io_threads, 0);
     }
 
     #[test]

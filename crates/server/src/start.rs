@@ -91,10 +91,10 @@ pub fn main_with_args(args: &[String]) -> i32 {
         }
     };
     store.set_container_cache_bytes(config.container_cache_bytes);
-    let workers = match config.io_threads {
-        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
-        n => n as usize,
-    };
+    let workers = worker_threads(
+        config.io_threads,
+        std::thread::available_parallelism().map_or(2, |n| n.get()),
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()
@@ -136,4 +136,44 @@ pub fn main_with_args(args: &[String]) -> i32 {
         let _ = std::fs::remove_file(&pidfile);
     }
     code
+}
+
+/// Runtime worker threads for `io-threads` = `configured` on a machine with
+/// `cores` cores: `configured` when it is not 0, else half the cores, at
+/// least one.
+///
+/// Why not one per core: the workers are not the only busy threads. The
+/// LSM store flushes and compacts on its own threads, and big multi-key
+/// commands run on the blocking pool. A hot key's writers also serialize on
+/// its lock, and a second worker then mostly hands that lock back and
+/// forth (futex wake-ups). Measured on 2 cores with the load generator on
+/// the same machine (docs/benchmarks.md, session 5): one worker gave 0.82×
+/// Redis for TR.SETBIT and 0.86–0.90× for TR.GETBIT under 20 connections,
+/// two workers 0.69–0.70× and 0.77–0.79×; redis-benchmark's suite met its
+/// targets with both.
+#[must_use]
+pub fn worker_threads(configured: u64, cores: usize) -> usize {
+    match configured {
+        0 => (cores / 2).max(1),
+        n => usize::try_from(n).unwrap_or(usize::MAX),
+    }
+}
+
+#[cfg(test)]
+mod worker_threads_tests {
+    use super::worker_threads;
+
+    #[test]
+    fn auto_is_half_the_cores_and_at_least_one() {
+        assert_eq!(worker_threads(0, 1), 1);
+        assert_eq!(worker_threads(0, 2), 1);
+        assert_eq!(worker_threads(0, 3), 1);
+        assert_eq!(worker_threads(0, 16), 8);
+    }
+
+    #[test]
+    fn a_configured_count_is_kept() {
+        assert_eq!(worker_threads(1, 16), 1);
+        assert_eq!(worker_threads(4, 2), 4);
+    }
 }
