@@ -64,9 +64,10 @@ def pytest_runtest_setup(item):
 
 
 class ServerPairState:
-    def __init__(self):
+    def __init__(self, roaringd_args=()):
         self.roaringd = None
         self.redis = None
+        self.roaringd_args = list(roaringd_args)
 
     def ensure(self):
         if self.redis is None or not self.redis.alive():
@@ -76,7 +77,7 @@ class ServerPairState:
         if self.roaringd is None or not self.roaringd.alive():
             if self.roaringd is not None:
                 self.roaringd.cleanup()
-            self.roaringd = ServerProcess("roaringd").start()
+            self.roaringd = ServerProcess("roaringd", self.roaringd_args).start()
 
     def reset(self):
         """FLUSHALL both; a roaringd that cannot FLUSHALL (or crashed) is restarted empty."""
@@ -94,7 +95,8 @@ class ServerPairState:
                 ok = False
             if not ok:
                 srv.cleanup()
-                setattr(self, name, ServerProcess(name).start())
+                args = self.roaringd_args if name == "roaringd" else ()
+                setattr(self, name, ServerProcess(name, args).start())
 
     def close(self):
         for s in (self.roaringd, self.redis):

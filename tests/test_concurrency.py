@@ -7,7 +7,19 @@ import threading
 
 import pytest
 
+from conftest import ServerPairState
 from resp_client import Err, RSet, Status
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """The pair for this module: roaringd with more workers than the machine
+    has cores (its default is half the cores, one on 2 cores), so that the
+    clients' commands really run in parallel."""
+    st = ServerPairState(roaringd_args=["--io-threads", "4"])
+    st.ensure()
+    yield st
+    st.close()
 
 
 def run_threads(fns, seconds_of_work=None):

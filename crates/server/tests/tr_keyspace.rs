@@ -302,7 +302,9 @@ impl Len for Frame {
 
 #[test]
 fn concurrent_writers_keep_the_summary_exact() {
-    let s = TestServer::start_with(bin(), &[]);
+    // More workers than cores (the default is half the cores), so the
+    // writers' commands really run in parallel.
+    let s = TestServer::start_with(bin(), &["--io-threads", "4"]);
     let threads: Vec<_> = (0..4u32)
         .map(|t| {
             let mut c = s.client();

@@ -6,6 +6,12 @@ fn server() -> TestServer {
     TestServer::start_with(env!("CARGO_BIN_EXE_roaringd"), &[])
 }
 
+/// A server with more workers than cores (the default is half the cores),
+/// so that concurrent clients' commands really run in parallel.
+fn parallel_server() -> TestServer {
+    TestServer::start_with(env!("CARGO_BIN_EXE_roaringd"), &["--io-threads", "4"])
+}
+
 fn ok() -> Frame {
     Frame::Simple(b"OK".to_vec())
 }
@@ -144,7 +150,7 @@ fn flushall_touches_watched_keys_that_exist() {
 
 #[test]
 fn exec_is_atomic_for_other_clients() {
-    let s = server();
+    let s = parallel_server();
     let mut setup = s.client();
     assert_eq!(setup.call(&["SET", "a", "0"]).unwrap(), ok());
     assert_eq!(setup.call(&["SET", "b", "0"]).unwrap(), ok());
@@ -207,7 +213,7 @@ fn watched_key_that_expires_before_exec_aborts_it() {
 
 #[test]
 fn optimistic_locking_loses_no_update() {
-    let s = server();
+    let s = parallel_server();
     let mut c = s.client();
     assert_eq!(c.call(&["SET", "cnt", "0"]).unwrap(), ok());
     let addr = s.addr();
