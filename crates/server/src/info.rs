@@ -22,6 +22,11 @@ const DEFAULT: &[&str] = &[
     "keyspace",
 ];
 
+/// Sections beyond the default: Redis's `commandstats`, and roaringd's
+/// `storage` (the LSM store's sizes and counters). Both are shown by `INFO
+/// all` / `INFO everything` and when named.
+const EXTRA: &[&str] = &["commandstats", "storage"];
+
 /// The INFO text for the requested section names (lowercase; empty = default).
 pub fn render(server: &Server, requested: &[Vec<u8>]) -> String {
     let mut wanted: Vec<&str> = Vec::new();
@@ -36,14 +41,10 @@ pub fn render(server: &Server, requested: &[Vec<u8>]) -> String {
             "all" | "everything" => {
                 all = true;
                 wanted.extend_from_slice(DEFAULT);
-                wanted.push("commandstats");
+                wanted.extend_from_slice(EXTRA);
             }
             other => {
-                if let Some(s) = DEFAULT
-                    .iter()
-                    .chain(["commandstats"].iter())
-                    .find(|s| **s == other)
-                {
+                if let Some(s) = DEFAULT.iter().chain(EXTRA).find(|s| **s == other) {
                     wanted.push(s);
                 }
             }
@@ -51,7 +52,7 @@ pub fn render(server: &Server, requested: &[Vec<u8>]) -> String {
     }
     let _ = all;
     let mut out = String::new();
-    let order = DEFAULT.iter().chain(["commandstats"].iter());
+    let order = DEFAULT.iter().chain(EXTRA);
     for section in order {
         if !wanted.contains(section) {
             continue;
@@ -209,6 +210,22 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
                     );
                 }
             }
+        }
+        "storage" => {
+            // The LSM store (fjall): table files and journals on disk, the
+            // memtables (active and sealed) and the block cache in memory.
+            let kv = server.store.stats().kv;
+            let _ = write!(
+                o,
+                "# Storage\r\nlsm_disk_bytes:{}\r\nlsm_journal_bytes:{}\r\nlsm_memtable_bytes:{}\r\nlsm_block_cache_bytes:{}\r\nlsm_block_cache_capacity:{}\r\nlsm_tables:{}\r\nlsm_compactions_completed:{}\r\n",
+                kv.disk_bytes,
+                kv.journal_bytes,
+                kv.memtable_bytes,
+                kv.cache_bytes,
+                kv.cache_capacity,
+                kv.table_count,
+                kv.compactions_completed
+            );
         }
         "commandstats" => {
             o.push_str("# Commandstats\r\n");

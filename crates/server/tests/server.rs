@@ -15,6 +15,42 @@ fn text(f: &Frame) -> String {
     String::from_utf8_lossy(f.as_bytes().expect("bulk or verbatim")).into_owned()
 }
 
+/// `INFO storage`: the LSM store's sizes, only when named or with `all`.
+#[test]
+fn info_storage_reports_the_lsm_store() {
+    let s = TestServer::start_with(bin(), &[]);
+    let mut c = s.client();
+    let field = |t: &str, name: &str| -> u64 {
+        let line = t
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("{name} missing in {t}"));
+        line[name.len() + 1..].parse().expect("a number")
+    };
+    c.call(&["TR.SETRANGE", "b", "0", "999999"]).unwrap();
+    let st = text(&c.call(&["INFO", "storage"]).unwrap());
+    assert!(
+        st.starts_with("# Storage\r\n") && !st.contains("# Server"),
+        "{st}"
+    );
+    // The range's containers are in a memtable, the block cache has a size.
+    assert!(field(&st, "lsm_memtable_bytes") > 0, "{st}");
+    assert!(field(&st, "lsm_block_cache_capacity") > 0, "{st}");
+    for name in [
+        "lsm_disk_bytes",
+        "lsm_journal_bytes",
+        "lsm_block_cache_bytes",
+        "lsm_tables",
+        "lsm_compactions_completed",
+    ] {
+        field(&st, name);
+    }
+    assert!(!text(&c.call(&["INFO"]).unwrap()).contains("# Storage"));
+    let all = text(&c.call(&["INFO", "all"]).unwrap());
+    assert!(all.contains("# Commandstats") && all.contains("# Storage"));
+    assert!(text(&c.call(&["INFO", "everything"]).unwrap()).contains("# Storage"));
+}
+
 #[test]
 fn info_has_redis_sections_and_fields() {
     let s = TestServer::start_with(bin(), &[]);
