@@ -160,7 +160,7 @@ pub fn worker_threads(configured: u64, cores: usize) -> usize {
 }
 
 #[cfg(test)]
-mod worker_threads_tests {
+mod tests {
     use super::worker_threads;
 
     #[test]
