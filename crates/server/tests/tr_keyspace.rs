@@ -561,3 +561,65 @@ fn setrange_over_a_full_array_keeps_the_key_readable() {
     assert_eq!(call(&mut c, &["TR.SETRANGE", "k", "1", "1"]), int(4097));
     assert_eq!(call(&mut c, &["TR.BITCOUNT", "k", "0", "20"]), int(3));
 }
+
+/// `container_cache_hits` from INFO stats.
+fn cache_hits(c: &mut Client) -> u64 {
+    let Frame::Bulk(t) = call(c, &["INFO", "stats"]) else {
+        panic!("INFO stats is not a bulk string")
+    };
+    let t = String::from_utf8(t).unwrap();
+    t.lines()
+        .find_map(|l| l.strip_prefix("container_cache_hits:"))
+        .expect("container_cache_hits")
+        .parse()
+        .unwrap()
+}
+
+/// An AND (and a DIFF subtracting a big key) steps over the blocks that
+/// the other side lacks without reading their containers, once the big
+/// key's directory is cached: a one-container key against a
+/// 66-container key reads two containers, not 67 (three cache hits: the
+/// two containers and `big`'s directory).
+#[test]
+fn and_skips_the_containers_of_blocks_the_other_side_lacks() {
+    let s = TestServer::start_with(bin(), &[]);
+    let mut c = s.client();
+    let big: Vec<String> = (0..66u32)
+        .flat_map(|b| [b * 65536 + 1, b * 65536 + 7])
+        .map(|v| v.to_string())
+        .collect();
+    assert_eq!(call_with(&mut c, "TR.SETBITS", "big", &big), int(132));
+    assert_eq!(
+        call(&mut c, &["TR.SETBITS", "small", "327681", "327682"]),
+        int(2)
+    );
+    // The first pass scans `big` and caches its containers and directory.
+    assert_eq!(
+        call(&mut c, &["TR.BITOPCARD", "AND", "small", "big"]),
+        int(1)
+    );
+    for (req, want) in [
+        (&["TR.BITOPCARD", "AND", "small", "big"][..], 1),
+        (&["TR.BITOPCARD", "AND", "big", "small"], 1),
+        (&["TR.BITOPCARD", "DIFF", "small", "big"], 1),
+        (&["TR.BITOP", "d", "AND", "big", "small"], 1),
+    ] {
+        let before = cache_hits(&mut c);
+        assert_eq!(call(&mut c, req), int(want), "{req:?}");
+        assert_eq!(cache_hits(&mut c) - before, 3, "{req:?}");
+    }
+    assert_eq!(
+        call(&mut c, &["TR.GETBITS", "d", "327681", "327682"]),
+        Frame::Array(vec![int(1), int(0)])
+    );
+    // TR.JACCARD reads the shared block only (1 / (2 + 132 − 1)); TR.CONTAINS
+    // stops at it (327682 is not in `big`).
+    let before = cache_hits(&mut c);
+    let Frame::Bulk(j) = call(&mut c, &["TR.JACCARD", "small", "big"]) else {
+        panic!("TR.JACCARD is not a bulk string")
+    };
+    let j: f64 = String::from_utf8(j).unwrap().parse().unwrap();
+    assert!((j - 1.0 / 133.0).abs() < 1e-12, "{j}");
+    assert_eq!(call(&mut c, &["TR.CONTAINS", "small", "big"]), int(0));
+    assert_eq!(cache_hits(&mut c) - before, 6);
+}

@@ -408,22 +408,56 @@ impl std::ops::Deref for Bytes {
     }
 }
 
-/// A peekable stream of one source's `(block, container bytes)` entries.
-type Stream<'a> = Peekable<EntryIter<'a>>;
+/// One source's containers in stream order (block order, or its reverse).
+enum Stream<'a> {
+    /// The blocks are known up front (the cached directory); a container
+    /// is read only when taken, so skipping blocks ([`skip_below`]) reads
+    /// nothing. An AND of a one-container key with a 66-container key then
+    /// reads two containers, not 67.
+    Dir {
+        blocks: Vec<u16>,
+        pos: usize,
+        fetch: Box<dyn Fn(u16) -> Result<Bytes> + Send + 'a>,
+    },
+    /// A scan that reads each block's container as it passes it.
+    Scan(Peekable<EntryIter<'a>>),
+}
 
 /// A boxed iterator over `(block, container bytes)` entries.
 type EntryIter<'a> = Box<dyn Iterator<Item = Result<(u16, Bytes)>> + Send + 'a>;
 
-/// The block of a stream's head, `None` at its end.
+/// The block of a stream's head, `None` at its end. A scan's read error
+/// surfaces here; a directory stream's when the container is taken.
 fn head(s: &mut Stream<'_>) -> Result<Option<u16>> {
-    match s.peek() {
-        None => Ok(None),
-        Some(Ok((hi, _))) => Ok(Some(*hi)),
-        Some(Err(_)) => match s.next() {
-            Some(Err(e)) => Err(e),
-            _ => Ok(None),
+    match s {
+        Stream::Dir { blocks, pos, .. } => Ok(blocks.get(*pos).copied()),
+        Stream::Scan(it) => match it.peek() {
+            None => Ok(None),
+            Some(Ok((hi, _))) => Ok(Some(*hi)),
+            Some(Err(_)) => match it.next() {
+                Some(Err(e)) => Err(e),
+                _ => Ok(None),
+            },
         },
     }
+}
+
+/// Advances a forward stream past its blocks below `target` without
+/// taking them (a directory stream reads none of their containers).
+fn skip_below(s: &mut Stream<'_>, target: u16) -> Result<()> {
+    match s {
+        Stream::Dir { blocks, pos, .. } => {
+            while blocks.get(*pos).is_some_and(|&b| b < target) {
+                *pos += 1;
+            }
+        }
+        Stream::Scan(_) => {
+            while head(s)?.is_some_and(|h| h < target) {
+                take(s)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Bytes of a key's containers, by the summary's census.
@@ -519,10 +553,18 @@ fn is_plain_empty_bitmap(m: &KeyMeta) -> bool {
 
 /// Takes the head entry's container bytes.
 fn take(s: &mut Stream<'_>) -> Result<Bytes> {
-    match s.next() {
-        Some(Ok((_, v))) => Ok(v),
-        Some(Err(e)) => Err(e),
-        None => Err(StoreError::corrupt("bitmap stream ended early")),
+    let ended = || StoreError::corrupt("bitmap stream ended early");
+    match s {
+        Stream::Dir { blocks, pos, fetch } => {
+            let hi = *blocks.get(*pos).ok_or_else(ended)?;
+            *pos += 1;
+            fetch(hi)
+        }
+        Stream::Scan(it) => match it.next() {
+            Some(Ok((_, v))) => Ok(v),
+            Some(Err(e)) => Err(e),
+            None => Err(ended()),
+        },
     }
 }
 
@@ -816,15 +858,18 @@ impl Txn {
                 };
                 let key = key.to_vec();
                 let s = *s;
-                let it: EntryIter<'_> = Box::new(blocks.into_iter().map(move |hi| {
-                    match self.bm_get_stored(db, &key, (version, Some(&s)), hi, false)? {
-                        Some(b) => Ok((hi, b)),
-                        None => Err(StoreError::corrupt(
-                            "bitmap container directory names a container that is not stored",
-                        )),
-                    }
-                }));
-                return it.peekable();
+                return Stream::Dir {
+                    blocks,
+                    pos: 0,
+                    fetch: Box::new(move |hi| {
+                        self.bm_get_stored(db, &key, (version, Some(&s)), hi, false)?
+                            .ok_or_else(|| {
+                                StoreError::corrupt(
+                                    "bitmap container directory names a container that is not stored",
+                                )
+                            })
+                    }),
+                };
             }
         }
         // Exclusive cursors: past block `from - 1`'s last possible delta
@@ -850,7 +895,7 @@ impl Txn {
         } else {
             Box::new(scan.map(|r| r.map(|(hi, v, n)| (hi, Bytes::Owned(v, n)))))
         };
-        it.peekable()
+        Stream::Scan(it.peekable())
     }
 
     /// A whole bitmap's container entries for a merge scan. The summary
@@ -872,7 +917,7 @@ impl Txn {
             }
             _ => return self.bm_stream(db, key, version, 0, false, s),
         };
-        it.peekable()
+        Stream::Scan(it.peekable())
     }
 
     /// First value of the key version in a block after `past` (or,
@@ -1655,12 +1700,7 @@ impl Txn {
                     }
                     let mut all = true;
                     for s in &mut ss {
-                        while let Some(h) = head(s)? {
-                            if h >= target {
-                                break;
-                            }
-                            s.next();
-                        }
+                        skip_below(s, target)?;
                         match head(s)? {
                             Some(h) if h == target => {}
                             Some(_) => all = false,
@@ -1715,12 +1755,7 @@ impl Txn {
                     let av = view(&abytes)?;
                     let mut matched = None;
                     if let Some(bs) = b.as_mut() {
-                        while let Some(h) = head(bs)? {
-                            if h >= hi {
-                                break;
-                            }
-                            bs.next();
-                        }
+                        skip_below(bs, hi)?;
                         if head(bs)? == Some(hi) {
                             matched = Some(take(bs)?);
                         }
@@ -1814,27 +1849,23 @@ impl Txn {
     /// `WrongType`.
     pub fn tr_bitopcard(&mut self, db: u16, op: BitOp, srcs: &[&[u8]]) -> Result<u64> {
         if srcs.len() == 2 && matches!(op, BitOp::And | BitOp::Or | BitOp::Xor | BitOp::Diff) {
-            let (mut n, mut ca, mut cb) = (0u64, 0u64, 0u64);
-            self.bm_pairs(db, srcs[0], srcs[1], &mut |a, b| {
-                match (a, b) {
-                    (Some(a), Some(b)) => {
-                        n += u64::from(match op {
-                            BitOp::And => setops::and_len(a, b),
-                            BitOp::Or => setops::or_len(a, b),
-                            BitOp::Xor => setops::xor_len(a, b),
-                            _ => setops::andnot_len(a, b),
-                        });
-                    }
-                    (Some(a), None) => ca += u64::from(a.cardinality()),
-                    (None, Some(b)) => cb += u64::from(b.cardinality()),
-                    (None, None) => {}
+            // |A ∩ B| from the blocks both hold; the rest from the two
+            // cardinalities (exact in the summaries): no container that
+            // only one side holds is read.
+            let mut inter = 0u64;
+            let (ca, cb) = self.bm_pairs(db, (srcs[0], srcs[1]), (false, false), &mut |a, b| {
+                if let (Some(a), Some(b)) = (a, b) {
+                    inter += u64::from(setops::and_len(a, b));
                 }
                 true
             })?;
             return Ok(match op {
-                BitOp::And => n,
-                BitOp::Or | BitOp::Xor => n + ca + cb,
-                _ => n + ca,
+                BitOp::And => inter,
+                // Saturating: a summary that disagrees with the stored
+                // containers (corrupt bytes) must not wrap.
+                BitOp::Or => (ca + cb).saturating_sub(inter),
+                BitOp::Xor => (ca + cb).saturating_sub(2 * inter),
+                _ => ca.saturating_sub(inter),
             });
         }
         let mut n = 0u64;
@@ -1844,15 +1875,23 @@ impl Txn {
 
     /// Walks two bitmaps' containers in block order, calling `f` with the
     /// pair present at each block (either side `None` when absent there);
-    /// stops early when `f` returns false. Missing keys are empty.
+    /// stops early when `f` returns false. Missing keys are empty. A block
+    /// that only one side holds is handed to `f` only when that side is
+    /// `lone` (`(a, b)`); otherwise it is stepped over unread, and the walk
+    /// ends where no further block can reach `f`. Returns the two keys'
+    /// cardinalities, from their summaries.
     fn bm_pairs(
         &mut self,
         db: u16,
-        ka: &[u8],
-        kb: &[u8],
+        (ka, kb): (&[u8], &[u8]),
+        lone: (bool, bool),
         f: &mut dyn FnMut(Option<ContainerRef<'_>>, Option<ContainerRef<'_>>) -> bool,
-    ) -> Result<()> {
+    ) -> Result<(u64, u64)> {
         let srcs = self.bm_sources(db, &[ka, kb])?;
+        let cards = (
+            srcs[0].map_or(0, |(_, sum)| sum.card),
+            srcs[1].map_or(0, |(_, sum)| sum.card),
+        );
         let mut sa = srcs[0].map(|(v, sum)| self.bm_source_stream(db, ka, v, &sum));
         let mut sb = srcs[1].map(|(v, sum)| self.bm_source_stream(db, kb, v, &sum));
         loop {
@@ -1864,20 +1903,38 @@ impl Txn {
                 Some(s) => head(s)?,
                 None => None,
             };
+            // Which sides this block has; a side that is alone there and
+            // not wanted is advanced to the other side's block instead.
             let (ta, tb) = match (ha, hb) {
-                (None, None) => return Ok(()),
-                (Some(a), None) => (Some(a), None),
-                (None, Some(b)) => (None, Some(b)),
-                (Some(a), Some(b)) if a == b => (Some(a), Some(b)),
-                (Some(a), Some(b)) if a < b => (Some(a), None),
-                (Some(_), Some(b)) => (None, Some(b)),
+                (None, None) => return Ok(cards),
+                (Some(a), Some(b)) if a == b => (true, true),
+                (Some(a), hb) if hb.is_none_or(|b| a < b) => {
+                    if !lone.0 {
+                        match (hb, sa.as_mut()) {
+                            (Some(b), Some(s)) => skip_below(s, b)?,
+                            _ => return Ok(cards),
+                        }
+                        continue;
+                    }
+                    (true, false)
+                }
+                (ha, _) => {
+                    if !lone.1 {
+                        match (ha, sb.as_mut()) {
+                            (Some(a), Some(s)) => skip_below(s, a)?,
+                            _ => return Ok(cards),
+                        }
+                        continue;
+                    }
+                    (false, true)
+                }
             };
             let ba = match (ta, sa.as_mut()) {
-                (Some(_), Some(s)) => Some(take(s)?),
+                (true, Some(s)) => Some(take(s)?),
                 _ => None,
             };
             let bb = match (tb, sb.as_mut()) {
-                (Some(_), Some(s)) => Some(take(s)?),
+                (true, Some(s)) => Some(take(s)?),
                 _ => None,
             };
             let va = ba.as_ref().map(view).transpose()?;
@@ -1886,7 +1943,7 @@ impl Txn {
                 va.as_ref().map(ContainerView::as_ref),
                 vb.as_ref().map(ContainerView::as_ref),
             ) {
-                return Ok(());
+                return Ok(cards);
             }
         }
     }
@@ -1897,19 +1954,15 @@ impl Txn {
     /// # Errors
     /// `WrongType`.
     pub fn tr_jaccard(&mut self, db: u16, ka: &[u8], kb: &[u8]) -> Result<f64> {
-        let (mut inter, mut union) = (0u64, 0u64);
-        self.bm_pairs(db, ka, kb, &mut |a, b| {
-            match (a, b) {
-                (Some(a), Some(b)) => {
-                    let i = u64::from(setops::and_len(a, b));
-                    inter += i;
-                    union += u64::from(a.cardinality()) + u64::from(b.cardinality()) - i;
-                }
-                (Some(x), None) | (None, Some(x)) => union += u64::from(x.cardinality()),
-                (None, None) => {}
+        // Only the blocks both hold are read; |A ∪ B| = |A| + |B| − |A ∩ B|.
+        let mut inter = 0u64;
+        let (ca, cb) = self.bm_pairs(db, (ka, kb), (false, false), &mut |a, b| {
+            if let (Some(a), Some(b)) = (a, b) {
+                inter += u64::from(setops::and_len(a, b));
             }
             true
         })?;
+        let union = (ca + cb).saturating_sub(inter);
         Ok(if union == 0 {
             0.0
         } else {
@@ -1924,8 +1977,9 @@ impl Txn {
     /// # Errors
     /// `WrongType`.
     pub fn tr_contains(&mut self, db: u16, ka: &[u8], kb: &[u8]) -> Result<bool> {
+        // Blocks only `kb` holds cannot break the subset: not read.
         let mut ok = true;
-        self.bm_pairs(db, ka, kb, &mut |a, b| {
+        self.bm_pairs(db, (ka, kb), (true, false), &mut |a, b| {
             ok = match (a, b) {
                 (Some(a), Some(b)) => setops::is_subset(a, b),
                 (Some(a), None) => a.is_empty(),
