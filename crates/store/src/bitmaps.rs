@@ -1849,16 +1849,7 @@ impl Txn {
     /// `WrongType`.
     pub fn tr_bitopcard(&mut self, db: u16, op: BitOp, srcs: &[&[u8]]) -> Result<u64> {
         if srcs.len() == 2 && matches!(op, BitOp::And | BitOp::Or | BitOp::Xor | BitOp::Diff) {
-            // |A ∩ B| from the blocks both hold; the rest from the two
-            // cardinalities (exact in the summaries): no container that
-            // only one side holds is read.
-            let mut inter = 0u64;
-            let (ca, cb) = self.bm_pairs(db, (srcs[0], srcs[1]), (false, false), &mut |a, b| {
-                if let (Some(a), Some(b)) = (a, b) {
-                    inter += u64::from(setops::and_len(a, b));
-                }
-                true
-            })?;
+            let (inter, ca, cb) = self.bm_and_len(db, srcs[0], srcs[1])?;
             return Ok(match op {
                 BitOp::And => inter,
                 // Saturating: a summary that disagrees with the stored
@@ -1871,6 +1862,21 @@ impl Txn {
         let mut n = 0u64;
         self.bm_merge(db, op, srcs, &mut |_, r, _| n += u64::from(r.cardinality()))?;
         Ok(n)
+    }
+
+    /// `(|A ∩ B|, |A|, |B|)` for two keys (missing = empty): the
+    /// intersection from the blocks both hold, the cardinalities from the
+    /// summaries (exact), so no container that only one side holds is
+    /// read. Other two-key counts follow: |A ∪ B| = |A| + |B| − |A ∩ B|.
+    fn bm_and_len(&mut self, db: u16, ka: &[u8], kb: &[u8]) -> Result<(u64, u64, u64)> {
+        let mut inter = 0u64;
+        let (ca, cb) = self.bm_pairs(db, (ka, kb), (false, false), &mut |a, b| {
+            if let (Some(a), Some(b)) = (a, b) {
+                inter += u64::from(setops::and_len(a, b));
+            }
+            true
+        })?;
+        Ok((inter, ca, cb))
     }
 
     /// Walks two bitmaps' containers in block order, calling `f` with the
@@ -1954,14 +1960,7 @@ impl Txn {
     /// # Errors
     /// `WrongType`.
     pub fn tr_jaccard(&mut self, db: u16, ka: &[u8], kb: &[u8]) -> Result<f64> {
-        // Only the blocks both hold are read; |A ∪ B| = |A| + |B| − |A ∩ B|.
-        let mut inter = 0u64;
-        let (ca, cb) = self.bm_pairs(db, (ka, kb), (false, false), &mut |a, b| {
-            if let (Some(a), Some(b)) = (a, b) {
-                inter += u64::from(setops::and_len(a, b));
-            }
-            true
-        })?;
+        let (inter, ca, cb) = self.bm_and_len(db, ka, kb)?;
         let union = (ca + cb).saturating_sub(inter);
         Ok(if union == 0 {
             0.0
