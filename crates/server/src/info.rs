@@ -30,7 +30,6 @@ const EXTRA: &[&str] = &["commandstats", "storage"];
 /// The INFO text for the requested section names (lowercase; empty = default).
 pub fn render(server: &Server, requested: &[Vec<u8>]) -> String {
     let mut wanted: Vec<&str> = Vec::new();
-    let mut all = false;
     if requested.is_empty() {
         wanted.extend_from_slice(DEFAULT);
     }
@@ -39,7 +38,6 @@ pub fn render(server: &Server, requested: &[Vec<u8>]) -> String {
         match r.as_str() {
             "default" => wanted.extend_from_slice(DEFAULT),
             "all" | "everything" => {
-                all = true;
                 wanted.extend_from_slice(DEFAULT);
                 wanted.extend_from_slice(EXTRA);
             }
@@ -50,7 +48,6 @@ pub fn render(server: &Server, requested: &[Vec<u8>]) -> String {
             }
         }
     }
-    let _ = all;
     let mut out = String::new();
     let order = DEFAULT.iter().chain(EXTRA);
     for section in order {
