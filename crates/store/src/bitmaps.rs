@@ -460,6 +460,20 @@ fn skip_below(s: &mut Stream<'_>, target: u16) -> Result<()> {
     Ok(())
 }
 
+/// Steps over the head entry without taking its container (a directory
+/// stream reads nothing).
+fn pass(s: &mut Stream<'_>) -> Result<()> {
+    match s {
+        Stream::Dir { pos, .. } => *pos += 1,
+        Stream::Scan(it) => {
+            if let Some(Err(e)) = it.next() {
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Bytes of a key's containers, by the summary's census.
 fn key_bytes(s: &BitmapSummary) -> u64 {
     s.kinds.iter().map(|k| k.bytes).sum()
@@ -537,6 +551,17 @@ fn sink_block(
         sink(hi, c.as_ref(), c.as_bytes());
     }
     Ok(())
+}
+
+/// True when TR.BITOP overwrites a destination bitmap (summary `s`) with
+/// a result of `n` containers in place ([`Txn::bm_rewrite`]: unchanged
+/// containers are not written again) rather than under a fresh version.
+/// Deleting the old containers that the result lacks then costs at most
+/// one entry per result container, so the overwrite stays proportional
+/// to the result; a destination much bigger than the result, or an empty
+/// result, takes a fresh version instead (O(1) in the old key's size).
+fn rewrite_in_place(s: &BitmapSummary, n: usize) -> bool {
+    n > 0 && s.containers <= 2 * n as u64
 }
 
 /// Bytes of containers TR.OPTIMIZE reads before rewriting them.
@@ -1835,12 +1860,101 @@ impl Txn {
             self.touch(db, dest);
             return Ok(0);
         }
+        if let Some(m) = prev.filter(|m| rewrite_in_place(&summary_of(m), out.len())) {
+            let version = m.version;
+            self.bm_rewrite(db, dest, (m, &s), &mut out)?;
+            self.put_new_bitmap_meta(db, dest, version, s)?;
+            self.touch(db, dest);
+            return Ok(s.card);
+        }
         let version = self.new_data_version()?;
         for (hi, bytes) in out {
             self.data_put_fresh(db, dest, version, &hi.to_be_bytes(), bytes)?;
         }
         self.put_new_bitmap_meta(db, dest, version, s)?;
         Ok(s.card)
+    }
+
+    /// Makes the containers of `dest`'s live version (`m`) those of `out`
+    /// (a result, in block order), writing only the blocks that differ:
+    /// a block whose stored bytes equal the result's is left alone, one
+    /// the result lacks is deleted, every other is written. A block with
+    /// delta entries is always rewritten (its deltas deleted), so the
+    /// version ends with none. `s`: the result's summary; the caller
+    /// writes the meta. Reads each of
+    /// the key's containers that `out` also holds (from the container
+    /// cache when it has them).
+    fn bm_rewrite(
+        &mut self,
+        db: u16,
+        dest: &[u8],
+        (m, s): (KeyMeta, &BitmapSummary),
+        out: &mut [(u16, Vec<u8>)],
+    ) -> Result<()> {
+        let ps = summary_of(&m);
+        let version = m.version;
+        // What to do, decided while the stream borrows `self`: blocks to
+        // delete with their delta counts, and which results to write.
+        let mut gone: Vec<(u16, u16)> = Vec::new();
+        let mut write = vec![true; out.len()];
+        let mut drop_deltas: Vec<(u16, u16)> = Vec::new();
+        {
+            let mut old = self.bm_stream(db, dest, version, 0, false, &ps);
+            let mut i = 0;
+            while let Some(hi) = head(&mut old)? {
+                while out.get(i).is_some_and(|(h, _)| *h < hi) {
+                    i += 1;
+                }
+                if ps.deltas == 0 && out.get(i).is_none_or(|(h, _)| *h != hi) {
+                    // Deleted whatever it holds: no need to read it.
+                    pass(&mut old)?;
+                    gone.push((hi, 0));
+                    continue;
+                }
+                let bytes = take(&mut old)?;
+                let n = bytes.deltas();
+                match out.get(i) {
+                    Some((h, new)) if *h == hi => {
+                        if n == 0 && *bytes == new[..] {
+                            write[i] = false;
+                        } else if n > 0 {
+                            drop_deltas.push((hi, n));
+                        }
+                    }
+                    _ => gone.push((hi, n)),
+                }
+            }
+        }
+        let mut e = Edit {
+            meta: m,
+            s: ps,
+            created: false,
+        };
+        for (hi, n) in gone {
+            self.data_delete(db, dest, version, &hi.to_be_bytes());
+            self.bm_drop_deltas(db, dest, &mut e, hi, n);
+            self.bm_note_write(db, dest, version, hi);
+        }
+        for (hi, n) in drop_deltas {
+            self.bm_drop_deltas(db, dest, &mut e, hi, n);
+        }
+        // The written containers enter the container cache at commit (a
+        // destination rewritten again and again is compared from memory),
+        // unless the result is too big for it (as `bm_stream`'s fill).
+        let cc = &self.inner.ccache;
+        let fill = cc.enabled() && key_bytes(s) <= cc.capacity() / 8;
+        for ((hi, bytes), _) in out.iter_mut().zip(write).filter(|(_, w)| *w) {
+            let sub = hi.to_be_bytes();
+            if fill {
+                let dk = keys::data_key(db, dest, version, &sub);
+                self.cc_pending
+                    .record_fill(version, *hi, dk, padded(bytes, 0));
+            } else {
+                self.bm_note_write(db, dest, version, *hi);
+            }
+            self.data_put(db, dest, version, &sub, std::mem::take(bytes));
+        }
+        Ok(())
     }
 
     /// TR.BITOPCARD: the cardinality of `op` over `srcs`; stores nothing.
@@ -2267,6 +2381,102 @@ mod tests {
             let mut t = st.begin(&[]);
             assert_eq!(t.tr_summary(0, b"r").unwrap().unwrap().deltas, 0);
             check(&mut t, b"r", &model);
+        }
+    }
+
+    /// TR.BITOP over an existing destination: in place (same version)
+    /// when the old key is at most twice the result's containers, writing
+    /// only the blocks that changed; a fresh version otherwise. Checked
+    /// against a model, with and without the container cache, with the
+    /// destination also a source and holding delta entries.
+    #[test]
+    fn bitop_rewrites_an_existing_destination_in_place() {
+        for budget in [crate::container_cache::DEFAULT_BYTES, 0] {
+            let st = store();
+            st.set_container_cache_bytes(budget);
+            let set = |key: &[u8], vals: &[u32]| {
+                let mut t = st.begin(&[(0, key)]);
+                t.tr_setbits(0, key, vals).unwrap();
+                t.commit().unwrap();
+                vals.iter().copied().collect::<BTreeSet<u32>>()
+            };
+            let version = |key: &[u8]| {
+                let mut t = st.begin(&[]);
+                t.bm_version(0, key).unwrap().unwrap().0
+            };
+            // Blocks 0..4 of `a`, 2..6 of `b` (block 3 big enough for deltas).
+            let a: Vec<u32> = (0..4u32)
+                .flat_map(|b| (0..3000).map(move |i| (b << 16) | (i * 3)))
+                .collect();
+            let b: Vec<u32> = (2..6u32)
+                .flat_map(|b| (0..500).map(move |i| (b << 16) | (i * 11)))
+                .collect();
+            let (ma, mb) = (set(b"a", &a), set(b"b", &b));
+            let mut t = st.begin(&[(0, b"d")]);
+            t.tr_bitop(0, b"d", BitOp::Or, &[b"a", b"b"]).unwrap();
+            t.commit().unwrap();
+            let v0 = version(b"d");
+            // The same result again: nothing but the meta is looked at.
+            let mut t = st.begin(&[(0, b"d")]);
+            let union: BTreeSet<u32> = ma.union(&mb).copied().collect();
+            assert_eq!(
+                t.tr_bitop(0, b"d", BitOp::Or, &[b"a", b"b"]).unwrap(),
+                union.len() as u64
+            );
+            assert!(
+                t.data_overlay_is_empty(),
+                "an unchanged result rewrote containers"
+            );
+            t.commit().unwrap();
+            assert_eq!(version(b"d"), v0);
+            // Deltas on the destination, then a result that drops blocks
+            // 0..2, keeps 2..4 (block 3 with its deltas), adds none.
+            for i in 0..5u32 {
+                let mut t = st.begin(&[(0, b"d")]);
+                t.tr_setbit(0, b"d", (3 << 16) | (i * 3 + 1), true).unwrap();
+                t.commit().unwrap();
+            }
+            let mut t = st.begin(&[]);
+            assert!(t.tr_summary(0, b"d").unwrap().unwrap().deltas > 0);
+            drop(t);
+            let mut t = st.begin(&[(0, b"d")]);
+            t.tr_bitop(0, b"d", BitOp::And, &[b"a", b"d"]).unwrap();
+            t.commit().unwrap();
+            let and: BTreeSet<u32> = ma.iter().filter(|v| union.contains(v)).copied().collect();
+            let mut t = st.begin(&[]);
+            check(&mut t, b"d", &and);
+            assert_eq!(t.tr_summary(0, b"d").unwrap().unwrap().deltas, 0);
+            drop(t);
+            assert_eq!(version(b"d"), v0);
+            // A result of one block where `d` holds four: a fresh version.
+            let one = set(b"c", &[(9 << 16) | 5]);
+            let mut t = st.begin(&[(0, b"d")]);
+            t.tr_bitop(0, b"d", BitOp::Or, &[b"c"]).unwrap();
+            t.commit().unwrap();
+            assert_ne!(version(b"d"), v0);
+            let mut t = st.begin(&[]);
+            check(&mut t, b"d", &one);
+            drop(t);
+            // Back to the union, with a TTL on `d` and inside one Txn
+            // that reads it back before and after.
+            let v1 = version(b"d");
+            let mut t = st.begin(&[(0, b"d")]);
+            let at = i64::try_from(crate::now_ms()).unwrap() + 100_000;
+            t.expire_at(0, b"d", at, crate::keyspace::ExpireCond::default())
+                .unwrap();
+            t.tr_bitop(0, b"d", BitOp::Or, &[b"b", b"a"]).unwrap();
+            check(&mut t, b"d", &union);
+            t.commit().unwrap();
+            assert_eq!(version(b"d"), v1);
+            let mut t = st.begin(&[]);
+            check(&mut t, b"d", &union);
+            assert_eq!(
+                t.meta_of(0, b"d", Kind::Bitmap)
+                    .unwrap()
+                    .unwrap()
+                    .expire_at_ms,
+                0
+            );
         }
     }
 

@@ -435,38 +435,74 @@ impl ContainerCache {
             let new = value_of(&dk);
             let id = Id::Container(version, block);
             let cached = self.shards[shard_of(id)].lock().map.contains_key(&id);
-            let (bytes, present) = match (value, new) {
+            let (bytes, present, fill) = match (value, new) {
                 // A delta entry: `value` is the whole container after it.
-                (Some(v), Some(Some(_))) => (cached.then_some(v), Some(true)),
+                (Written::Delta(v), Some(Some(_))) => (cached.then_some(v), Some(true), false),
                 // A delta deleted again in the same Txn: a later write of
                 // the block (recorded after this one) says what stays.
-                (Some(_), Some(None)) => continue,
-                (None, Some(Some(v))) => (cached.then(|| padded(&v, 0)), Some(true)),
-                (None, Some(None)) => (None, Some(false)),
-                (_, None) => (None, None),
+                (Written::Delta(_), Some(None)) => continue,
+                // A container entry written with its bytes to cache (if
+                // still the committed value: a later write of the block in
+                // the same Txn is recorded after this one anyway).
+                (Written::Fill(f), Some(Some(v))) if f[PAD..] == v[..] => {
+                    (Some(f), Some(true), true)
+                }
+                (Written::Entry | Written::Fill(_), Some(Some(v))) => {
+                    (cached.then(|| padded(&v, 0)), Some(true), false)
+                }
+                (Written::Entry | Written::Fill(_), Some(None)) => (None, Some(false), false),
+                (_, None) => (None, None, false),
             };
-            ops.push((version, block, bytes, present));
+            ops.push((version, block, bytes, present, fill));
         }
         Prepared { ops }
     }
 }
 
 /// Container writes a `Txn` made under live versions: `(version, block,
-/// data key written, the container after the write when the key written
-/// is a delta entry ([`padded`]))`, in order (repeats allowed).
+/// data key written, what was written)`, in order (repeats allowed).
 #[derive(Default, Debug)]
 pub struct Pending {
     writes: Vec<PendingWrite>,
 }
 
 /// One recorded write: see [`Pending`].
-type PendingWrite = (u64, u16, Vec<u8>, Option<Arc<[u8]>>);
+type PendingWrite = (u64, u16, Vec<u8>, Written);
+
+/// What a recorded write put under its data key.
+#[derive(Debug)]
+enum Written {
+    /// The container entry (or its deletion): the cache entry, if any, is
+    /// updated from the committed value.
+    Entry,
+    /// The container entry, whose bytes ([`padded`]) are cached at commit
+    /// even when the block was not cached before.
+    Fill(Arc<[u8]>),
+    /// A delta entry; the whole container after it ([`padded`] with the
+    /// new delta count).
+    Delta(Arc<[u8]>),
+}
 
 impl Pending {
     /// Records a write (or delete) of container `block` of `version`
     /// (its container entry's data key `dk`).
     pub(crate) fn record(&mut self, version: u64, block: u16, dk: Vec<u8>) {
-        self.writes.push((version, block, dk, None));
+        self.writes.push((version, block, dk, Written::Entry));
+    }
+
+    /// As [`Pending::record`] for a container entry written as
+    /// `container` ([`padded`], no deltas): the commit caches it whether
+    /// or not the block was cached (a rewritten TR.BITOP destination stays
+    /// warm for the next overwrite's comparison).
+    pub(crate) fn record_fill(
+        &mut self,
+        version: u64,
+        block: u16,
+        dk: Vec<u8>,
+        container: Arc<[u8]>,
+    ) {
+        self.writes
+            .push((version, block, dk, Written::Fill(container)));
     }
 
     /// Records a delta entry `dk` written for container `block` of
@@ -479,7 +515,8 @@ impl Pending {
         dk: Vec<u8>,
         container: Arc<[u8]>,
     ) {
-        self.writes.push((version, block, dk, Some(container)));
+        self.writes
+            .push((version, block, dk, Written::Delta(container)));
     }
 
     /// True when nothing is recorded.
@@ -494,9 +531,10 @@ pub struct Prepared {
     ops: Vec<PreparedOp>,
 }
 
-/// `(version, block, new bytes if cached now, whether the container is
-/// stored after the commit: `None` = unknown, drop every trace of it)`.
-type PreparedOp = (u64, u16, Option<Arc<[u8]>>, Option<bool>);
+/// `(version, block, new bytes if cached now (or to fill), whether the
+/// container is stored after the commit: `None` = unknown, drop every
+/// trace of it; whether to cache the bytes even when not cached then)`.
+type PreparedOp = (u64, u16, Option<Arc<[u8]>>, Option<bool>, bool);
 
 impl Prepared {
     /// Call after the batch is written (drop without calling when the
@@ -510,12 +548,12 @@ impl Prepared {
             cache.seqs[seq_of(*version)].fetch_add(1, Ordering::AcqRel);
         }
         let cap = cache.shard_cap();
-        for (version, block, bytes, present) in self.ops {
+        for (version, block, bytes, present, fill) in self.ops {
             let id = Id::Container(version, block);
             {
                 let mut s = cache.shards[shard_of(id)].lock();
                 match bytes {
-                    Some(b) if s.map.contains_key(&id) => s.put(id, Val::Container(b), cap),
+                    Some(b) if fill || s.map.contains_key(&id) => s.put(id, Val::Container(b), cap),
                     _ => s.remove(id),
                 }
             }
