@@ -1868,6 +1868,15 @@ impl Txn {
             return Ok(s.card);
         }
         let version = self.new_data_version()?;
+        if self.bm_result_cached(&s) {
+            let blocks: Vec<u16> = out.iter().map(|(hi, _)| *hi).collect();
+            self.cc_pending.record_dir(version, blocks.into());
+            for (hi, bytes) in &out {
+                let dk = keys::data_key(db, dest, version, &hi.to_be_bytes());
+                self.cc_pending
+                    .record_fill(version, *hi, dk, padded(bytes, 0));
+            }
+        }
         for (hi, bytes) in out {
             self.data_put_fresh(db, dest, version, &hi.to_be_bytes(), bytes)?;
         }
@@ -1938,11 +1947,7 @@ impl Txn {
         for (hi, n) in drop_deltas {
             self.bm_drop_deltas(db, dest, &mut e, hi, n);
         }
-        // The written containers enter the container cache at commit (a
-        // destination rewritten again and again is compared from memory),
-        // unless the result is too big for it (as `bm_stream`'s fill).
-        let cc = &self.inner.ccache;
-        let fill = cc.enabled() && key_bytes(s) <= cc.capacity() / 8;
+        let fill = self.bm_result_cached(s);
         for ((hi, bytes), _) in out.iter_mut().zip(write).filter(|(_, w)| *w) {
             let sub = hi.to_be_bytes();
             if fill {
@@ -1954,7 +1959,21 @@ impl Txn {
             }
             self.data_put(db, dest, version, &sub, std::mem::take(bytes));
         }
+        if fill {
+            // The version now holds exactly the result's blocks.
+            let blocks: Vec<u16> = out.iter().map(|(hi, _)| *hi).collect();
+            self.cc_pending.record_dir(version, blocks.into());
+        }
         Ok(())
+    }
+
+    /// True when a TR.BITOP result (summary `s`) enters the container
+    /// cache as it is written, containers and directory, so that the next
+    /// overwrite of the destination compares it from memory: unless it is
+    /// too big for the cache (as [`Txn::bm_stream`]'s fill).
+    fn bm_result_cached(&self, s: &BitmapSummary) -> bool {
+        let cc = &self.inner.ccache;
+        cc.enabled() && key_bytes(s) <= cc.capacity() / 8
     }
 
     /// TR.BITOPCARD: the cardinality of `op` over `srcs`; stores nothing.
@@ -2416,7 +2435,10 @@ mod tests {
             t.tr_bitop(0, b"d", BitOp::Or, &[b"a", b"b"]).unwrap();
             t.commit().unwrap();
             let v0 = version(b"d");
-            // The same result again: nothing but the meta is looked at.
+            // The same result again: nothing is written, and with the
+            // cache on, the sources and the old result (cached as it was
+            // written) are all read from it.
+            let misses = st.container_cache_stats().misses;
             let mut t = st.begin(&[(0, b"d")]);
             let union: BTreeSet<u32> = ma.union(&mb).copied().collect();
             assert_eq!(
@@ -2429,6 +2451,9 @@ mod tests {
             );
             t.commit().unwrap();
             assert_eq!(version(b"d"), v0);
+            if budget > 0 {
+                assert_eq!(st.container_cache_stats().misses, misses);
+            }
             // Deltas on the destination, then a result that drops blocks
             // 0..2, keeps 2..4 (block 3 with its deltas), adds none.
             for i in 0..5u32 {

@@ -420,16 +420,20 @@ impl ContainerCache {
 
     /// Before a commit's write: the new bytes of the recorded writes whose
     /// entry is cached now (a copy made only for those).
-    pub(crate) fn prepare(
+    pub(crate) fn prepare<'a>(
         &self,
         pending: Pending,
-        value_of: impl Fn(&[u8]) -> Option<Option<Vec<u8>>>,
+        value_of: impl Fn(&[u8]) -> Option<Option<&'a [u8]>>,
     ) -> Prepared {
         let mut ops = Vec::with_capacity(pending.writes.len());
         if !self.enabled() {
             return Prepared { ops };
         }
         for (version, block, dk, value) in pending.writes {
+            if let Written::Dir(blocks) = value {
+                ops.push(PreparedOp::Dir(version, blocks));
+                continue;
+            }
             // `None` from value_of: the write was discarded (FLUSHDB in the
             // same Txn); treat as unknown and drop the entry.
             let new = value_of(&dk);
@@ -444,16 +448,16 @@ impl ContainerCache {
                 // A container entry written with its bytes to cache (if
                 // still the committed value: a later write of the block in
                 // the same Txn is recorded after this one anyway).
-                (Written::Fill(f), Some(Some(v))) if f[PAD..] == v[..] => {
-                    (Some(f), Some(true), true)
-                }
+                (Written::Fill(f), Some(Some(v))) if f[PAD..] == *v => (Some(f), Some(true), true),
                 (Written::Entry | Written::Fill(_), Some(Some(v))) => {
-                    (cached.then(|| padded(&v, 0)), Some(true), false)
+                    (cached.then(|| padded(v, 0)), Some(true), false)
                 }
                 (Written::Entry | Written::Fill(_), Some(None)) => (None, Some(false), false),
                 (_, None) => (None, None, false),
+                // Taken above.
+                (Written::Dir(_), _) => continue,
             };
-            ops.push((version, block, bytes, present, fill));
+            ops.push(PreparedOp::Container(version, block, bytes, present, fill));
         }
         Prepared { ops }
     }
@@ -481,6 +485,8 @@ enum Written {
     /// A delta entry; the whole container after it ([`padded`] with the
     /// new delta count).
     Delta(Arc<[u8]>),
+    /// Every block of a version this `Txn` created (its directory).
+    Dir(Arc<[u16]>),
 }
 
 impl Pending {
@@ -519,6 +525,14 @@ impl Pending {
             .push((version, block, dk, Written::Delta(container)));
     }
 
+    /// Records the complete, ascending block list of `version`, a
+    /// version this `Txn` allocated and wrote in full: cached at commit
+    /// (writes recorded later still update it).
+    pub(crate) fn record_dir(&mut self, version: u64, blocks: Arc<[u16]>) {
+        self.writes
+            .push((version, 0, Vec::new(), Written::Dir(blocks)));
+    }
+
     /// True when nothing is recorded.
     #[must_use]
     pub fn is_empty(&self) -> bool {
@@ -531,10 +545,24 @@ pub struct Prepared {
     ops: Vec<PreparedOp>,
 }
 
-/// `(version, block, new bytes if cached now (or to fill), whether the
-/// container is stored after the commit: `None` = unknown, drop every
-/// trace of it; whether to cache the bytes even when not cached then)`.
-type PreparedOp = (u64, u16, Option<Arc<[u8]>>, Option<bool>, bool);
+/// One cache update of a commit.
+enum PreparedOp {
+    /// `(version, block, new bytes if cached now (or to fill), whether
+    /// the container is stored after the commit: `None` = unknown, drop
+    /// every trace of it; whether to cache the bytes even when not cached
+    /// then)`.
+    Container(u64, u16, Option<Arc<[u8]>>, Option<bool>, bool),
+    /// A new version's complete directory.
+    Dir(u64, Arc<[u16]>),
+}
+
+impl PreparedOp {
+    fn version(&self) -> u64 {
+        match self {
+            PreparedOp::Container(v, ..) | PreparedOp::Dir(v, _) => *v,
+        }
+    }
+}
 
 impl Prepared {
     /// Call after the batch is written (drop without calling when the
@@ -544,11 +572,21 @@ impl Prepared {
             return;
         }
         // Refuse racing fills first (see the module docs).
-        for (version, ..) in &self.ops {
-            cache.seqs[seq_of(*version)].fetch_add(1, Ordering::AcqRel);
+        for op in &self.ops {
+            cache.seqs[seq_of(op.version())].fetch_add(1, Ordering::AcqRel);
         }
         let cap = cache.shard_cap();
-        for (version, block, bytes, present, fill) in self.ops {
+        for op in self.ops {
+            let (version, block, bytes, present, fill) = match op {
+                PreparedOp::Container(v, b, bytes, present, fill) => (v, b, bytes, present, fill),
+                PreparedOp::Dir(v, blocks) => {
+                    let did = Id::Dir(v);
+                    cache.shards[shard_of(did)]
+                        .lock()
+                        .put(did, Val::Dir(blocks), cap);
+                    continue;
+                }
+            };
             let id = Id::Container(version, block);
             {
                 let mut s = cache.shards[shard_of(id)].lock();
@@ -612,7 +650,7 @@ mod tests {
         let other = c.snapshot(7);
         let mut p = Pending::default();
         p.record(9, 0, b"dk".to_vec());
-        c.prepare(p, |_| Some(Some(vec![5]))).apply(&c);
+        c.prepare(p, |_| Some(Some(&[5][..]))).apply(&c);
         c.fill_container(9, 0, bytes(3, 0), s);
         assert!(c.container(9, 0).is_none());
         // A commit to another version does not refuse its fills.
@@ -635,8 +673,8 @@ mod tests {
         p.record(1, 5, b"b".to_vec());
         p.record(1, 9, b"c".to_vec());
         let prep = c.prepare(p, |dk| match dk {
-            b"a" => Some(Some(vec![2, 2])),
-            b"b" => Some(Some(vec![7])),
+            b"a" => Some(Some(&[2, 2][..])),
+            b"b" => Some(Some(&[7][..])),
             _ => Some(None),
         });
         // Not applied yet: the cache still shows the stored state.
@@ -648,7 +686,7 @@ mod tests {
         // A failed commit: prepared, never applied.
         let mut p = Pending::default();
         p.record(1, 3, b"a".to_vec());
-        drop(c.prepare(p, |_| Some(Some(vec![9]))));
+        drop(c.prepare(p, |_| Some(Some(&[9][..]))));
         assert_eq!(&c.container(1, 3).unwrap()[PAD..], &[2u8, 2][..]);
         // A discarded write (unknown value) drops entry and directory.
         let mut p = Pending::default();
@@ -656,6 +694,37 @@ mod tests {
         c.prepare(p, |_| None).apply(&c);
         assert!(c.container(1, 3).is_none());
         assert!(c.dir(1).is_none());
+    }
+
+    #[test]
+    fn commits_fill_written_containers_and_new_directories() {
+        let c = ContainerCache::new(1 << 20);
+        let mut p = Pending::default();
+        p.record_dir(4, vec![1u16, 2].into());
+        p.record_fill(4, 1, b"a".to_vec(), padded(&[1, 1], 0));
+        // The Txn wrote the block again afterwards: its bytes are not the
+        // committed ones, so nothing is cached for it.
+        p.record_fill(4, 2, b"b".to_vec(), padded(&[2], 0));
+        // A later write recorded after the directory updates it.
+        p.record_fill(4, 7, b"c".to_vec(), padded(&[7], 0));
+        let prep = c.prepare(p, |dk| match dk {
+            b"a" => Some(Some(&[1, 1][..])),
+            b"b" => Some(Some(&[3][..])),
+            _ => Some(Some(&[7][..])),
+        });
+        assert!(c.dir(4).is_none() && c.container(4, 1).is_none());
+        prep.apply(&c);
+        assert_eq!(&*c.dir(4).unwrap(), &[1u16, 2, 7][..]);
+        assert_eq!(&c.container(4, 1).unwrap()[PAD..], &[1u8, 1][..]);
+        assert!(c.container(4, 2).is_none());
+        assert_eq!(&c.container(4, 7).unwrap()[PAD..], &[7u8][..]);
+        // Nothing is filled when the cache is off.
+        let off = ContainerCache::new(0);
+        let mut p = Pending::default();
+        p.record_dir(4, vec![1u16].into());
+        p.record_fill(4, 1, b"a".to_vec(), padded(&[1], 0));
+        off.prepare(p, |_| Some(Some(&[1][..]))).apply(&off);
+        assert!(off.dir(4).is_none() && off.container(4, 1).is_none());
     }
 
     #[test]

@@ -234,7 +234,7 @@ impl Txn {
             .inner
             .ccache
             .prepare(std::mem::take(&mut self.cc_pending), |dk| {
-                self.data.get(dk).cloned()
+                self.data.get(dk).map(Option::as_deref)
             });
         for (dk, v) in std::mem::take(&mut self.data) {
             match v {
