@@ -460,20 +460,6 @@ fn skip_below(s: &mut Stream<'_>, target: u16) -> Result<()> {
     Ok(())
 }
 
-/// Steps over the head entry without taking its container (a directory
-/// stream reads nothing).
-fn pass(s: &mut Stream<'_>) -> Result<()> {
-    match s {
-        Stream::Dir { pos, .. } => *pos += 1,
-        Stream::Scan(it) => {
-            if let Some(Err(e)) = it.next() {
-                return Err(e);
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Bytes of a key's containers, by the summary's census.
 fn key_bytes(s: &BitmapSummary) -> u64 {
     s.kinds.iter().map(|k| k.bytes).sum()
@@ -1868,15 +1854,6 @@ impl Txn {
             return Ok(s.card);
         }
         let version = self.new_data_version()?;
-        if self.bm_result_cached(&s) {
-            let blocks: Vec<u16> = out.iter().map(|(hi, _)| *hi).collect();
-            self.cc_pending.record_dir(version, blocks.into());
-            for (hi, bytes) in &out {
-                let dk = keys::data_key(db, dest, version, &hi.to_be_bytes());
-                self.cc_pending
-                    .record_fill(version, *hi, dk, padded(bytes, 0));
-            }
-        }
         for (hi, bytes) in out {
             self.data_put_fresh(db, dest, version, &hi.to_be_bytes(), bytes)?;
         }
@@ -1890,9 +1867,8 @@ impl Txn {
     /// the result lacks is deleted, every other is written. A block with
     /// delta entries is always rewritten (its deltas deleted), so the
     /// version ends with none. `s`: the result's summary; the caller
-    /// writes the meta. Reads each of
-    /// the key's containers that `out` also holds (from the container
-    /// cache when it has them).
+    /// writes the meta. The old containers are read as
+    /// [`Txn::bm_old_blocks`] says.
     fn bm_rewrite(
         &mut self,
         db: u16,
@@ -1902,36 +1878,24 @@ impl Txn {
     ) -> Result<()> {
         let ps = summary_of(&m);
         let version = m.version;
-        // What to do, decided while the stream borrows `self`: blocks to
-        // delete with their delta counts, and which results to write.
+        let olds = self.bm_old_blocks(db, dest, (version, &ps), out)?;
         let mut gone: Vec<(u16, u16)> = Vec::new();
         let mut write = vec![true; out.len()];
         let mut drop_deltas: Vec<(u16, u16)> = Vec::new();
-        {
-            let mut old = self.bm_stream(db, dest, version, 0, false, &ps);
-            let mut i = 0;
-            while let Some(hi) = head(&mut old)? {
-                while out.get(i).is_some_and(|(h, _)| *h < hi) {
-                    i += 1;
-                }
-                if ps.deltas == 0 && out.get(i).is_none_or(|(h, _)| *h != hi) {
-                    // Deleted whatever it holds: no need to read it.
-                    pass(&mut old)?;
-                    gone.push((hi, 0));
-                    continue;
-                }
-                let bytes = take(&mut old)?;
-                let n = bytes.deltas();
-                match out.get(i) {
-                    Some((h, new)) if *h == hi => {
-                        if n == 0 && *bytes == new[..] {
-                            write[i] = false;
-                        } else if n > 0 {
-                            drop_deltas.push((hi, n));
-                        }
+        let mut i = 0;
+        for (hi, n, equal) in olds {
+            while out.get(i).is_some_and(|(h, _)| *h < hi) {
+                i += 1;
+            }
+            match out.get(i) {
+                Some((h, _)) if *h == hi => {
+                    if equal {
+                        write[i] = false;
+                    } else if n > 0 {
+                        drop_deltas.push((hi, n));
                     }
-                    _ => gone.push((hi, n)),
                 }
+                _ => gone.push((hi, n)),
             }
         }
         let mut e = Edit {
@@ -1967,10 +1931,84 @@ impl Txn {
         Ok(())
     }
 
-    /// True when a TR.BITOP result (summary `s`) enters the container
-    /// cache as it is written, containers and directory, so that the next
-    /// overwrite of the destination compares it from memory: unless it is
-    /// too big for the cache (as [`Txn::bm_stream`]'s fill).
+    /// The blocks of a key version (`ps`: its summary) as `(block, delta
+    /// entries, whether the stored container equals the result's bytes
+    /// for the block in `out` and has no deltas)`, ascending. From the
+    /// cached directory when there is one (reading only the containers
+    /// `out` also holds, through the cache); else one raw scan of the
+    /// version's entries, compared as bytes: equal to a result's bytes
+    /// means valid, so nothing is parsed, and nothing enters the cache.
+    fn bm_old_blocks(
+        &self,
+        db: u16,
+        key: &[u8],
+        (version, ps): (u64, &BitmapSummary),
+        out: &[(u16, Vec<u8>)],
+    ) -> Result<Vec<(u16, u16, bool)>> {
+        let result = |i: &mut usize, hi: u16| -> Option<&[u8]> {
+            while out.get(*i).is_some_and(|(h, _)| *h < hi) {
+                *i += 1;
+            }
+            out.get(*i).filter(|(h, _)| *h == hi).map(|(_, b)| &b[..])
+        };
+        let mut olds: Vec<(u16, u16, bool)> = Vec::new();
+        let mut i = 0;
+        let cc = &self.inner.ccache;
+        let clean = cc.enabled()
+            && (self.data_overlay_is_empty()
+                || !self.data_overlay_has_prefix(&keys::data_prefix(db, key, version)));
+        if let Some(dir) = cc.dir(version).filter(|_| clean) {
+            for &hi in dir.iter() {
+                let new = result(&mut i, hi);
+                if new.is_none() && ps.deltas == 0 {
+                    olds.push((hi, 0, false));
+                    continue;
+                }
+                let b = self
+                    .bm_get_stored(db, key, (version, Some(ps)), hi, false)?
+                    .ok_or_else(|| {
+                        StoreError::corrupt(
+                            "bitmap container directory names a container that is not stored",
+                        )
+                    })?;
+                let n = b.deltas();
+                olds.push((hi, n, n == 0 && new.is_some_and(|new| *b == *new)));
+            }
+            return Ok(olds);
+        }
+        for e in self.data_iter(db, key, version, None, false) {
+            let (sub, v) = e?;
+            match *sub {
+                [a, b] => {
+                    let hi = u16::from_be_bytes([a, b]);
+                    let equal = result(&mut i, hi).is_some_and(|new| v == new);
+                    olds.push((hi, 0, equal));
+                }
+                [a, b, _, _] => match olds.last_mut() {
+                    Some((hi, n, equal)) if *hi == u16::from_be_bytes([a, b]) => {
+                        *n += 1;
+                        *equal = false;
+                    }
+                    _ => {
+                        return Err(StoreError::corrupt(
+                            "bitmap delta entry without its container",
+                        ))
+                    }
+                },
+                _ => return Err(StoreError::corrupt("bitmap data entry with a bad subkey")),
+            }
+        }
+        Ok(olds)
+    }
+
+    /// True when the containers a TR.BITOP writes over a destination in
+    /// place (result summary `s`) enter the container cache with the
+    /// version's directory, so that the next overwrite compares from
+    /// memory: unless the result is too big for the cache (as
+    /// [`Txn::bm_stream`]'s fill). A result stored under a fresh version
+    /// is not cached: most are written once, and the copy of every
+    /// container that filling takes made census1881's ORs into new keys
+    /// about a quarter slower.
     fn bm_result_cached(&self, s: &BitmapSummary) -> bool {
         let cc = &self.inner.ccache;
         cc.enabled() && key_bytes(s) <= cc.capacity() / 8
@@ -2435,10 +2473,8 @@ mod tests {
             t.tr_bitop(0, b"d", BitOp::Or, &[b"a", b"b"]).unwrap();
             t.commit().unwrap();
             let v0 = version(b"d");
-            // The same result again: nothing is written, and with the
-            // cache on, the sources and the old result (cached as it was
-            // written) are all read from it.
-            let misses = st.container_cache_stats().misses;
+            // The same result again: nothing is written. The old result,
+            // stored under a fresh version, is compared without the cache.
             let mut t = st.begin(&[(0, b"d")]);
             let union: BTreeSet<u32> = ma.union(&mb).copied().collect();
             assert_eq!(
@@ -2451,8 +2487,19 @@ mod tests {
             );
             t.commit().unwrap();
             assert_eq!(version(b"d"), v0);
-            if budget > 0 {
-                assert_eq!(st.container_cache_stats().misses, misses);
+            // Once rewritten in place, its directory is cached; the next
+            // comparison fills the containers it reads, and from then on
+            // every read is a cache hit.
+            for round in 0..2 {
+                let misses = st.container_cache_stats().misses;
+                let mut t = st.begin(&[(0, b"d")]);
+                t.tr_bitop(0, b"d", BitOp::Or, &[b"a", b"b"]).unwrap();
+                assert!(t.data_overlay_is_empty());
+                t.commit().unwrap();
+                let missed = st.container_cache_stats().misses - misses;
+                if budget > 0 && round == 1 {
+                    assert_eq!(missed, 0);
+                }
             }
             // Deltas on the destination, then a result that drops blocks
             // 0..2, keeps 2..4 (block 3 with its deltas), adds none.
