@@ -2,8 +2,9 @@
 
 Single-bit writes on big containers (kept as delta entries beside the
 container, folded every 64th edit), the reads that see them, a MULTI/EXEC
-pipeline, TR.BITOP, TR.OPTIMIZE, and the same answers after a restart and
-after kill -9 under `appendfsync always`. roaringd only: Redis has no TR.*.
+pipeline, TR.BITOP (also overwriting one destination again and again),
+TR.OPTIMIZE, and the same answers after a restart and after kill -9 under
+`appendfsync always`. roaringd only: Redis has no TR.*.
 """
 
 import random
@@ -89,4 +90,70 @@ def test_single_bit_writes_on_big_containers_match_a_model(roaringd_server, prot
     # TR.OPTIMIZE folds every delta; the content does not change.
     assert r.execute_command("TR.OPTIMIZE", "tags") in (b"OK", "OK")
     check(r, "tags", model)
+    r.close()
+
+
+@pytest.mark.parametrize("proto", PROTOS)
+def test_bitop_overwrites_of_one_destination_match_a_model(roaringd_server, proto):
+    """TR.BITOP into one destination again and again (kept under its version
+    and written where it changed, when the result is not much smaller),
+    mixed with single-bit writes to the destination (delta entries), with
+    the destination as a source, a TTL, MULTI/EXEC, a restart and kill -9."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    r = srv.redis_py(protocol=proto)
+    rnd = random.Random(10 + proto)
+    span = 4 * 65536  # four blocks of ~1,250 values: delta-sized arrays
+    model = {k: set(rnd.sample(range(span), 5000)) for k in ("s0", "s1", "s2")}
+    for k, vals in model.items():
+        r.execute_command("TR.SETBITS", k, *sorted(vals))
+    model["d"] = set()
+    ops = {"OR": set.union, "AND": set.intersection, "XOR": set.symmetric_difference,
+           "DIFF": set.difference}
+
+    for step in range(60):
+        op = rnd.choice(list(ops))
+        a, b = rnd.sample(["s0", "s1", "s2", "d"], 2)
+        if step % 7 == 3:
+            r.expire("d", 1000)
+        want = ops[op](model[a], model[b])
+        assert r.execute_command("TR.BITOP", "d", op, a, b) == len(want)
+        model["d"] = set(want)
+        assert r.ttl("d") == -1
+        if step % 5 == 4:
+            # A few bits of a source change: the next result differs from
+            # the stored one in some blocks only.
+            k = rnd.choice(["s0", "s1", "s2"])
+            for _ in range(20):
+                v = rnd.randrange(span)
+                on = rnd.random() < 0.5
+                r.execute_command("TR.SETBIT", k, v, int(on))
+                (model[k].add if on else model[k].discard)(v)
+        if step % 3 == 2 and model["d"]:
+            edit(r, "d", model["d"], rnd, 10, span)
+        if step % 11 == 10:
+            p = r.pipeline(transaction=True)
+            p.execute_command("TR.SETBIT", "d", 65536 + 7, 1)
+            p.execute_command("TR.BITOP", "d", "OR", "d", "s1")
+            p.execute_command("TR.GETBIT", "d", 65536 + 7)
+            res = p.execute()
+            model["d"] = (model["d"] | {65536 + 7}) | model["s1"]
+            assert res[1] == len(model["d"]) and res[2] == 1
+        if model["d"]:
+            check(r, "d", model["d"])
+        else:
+            assert r.execute_command("TR.BITCOUNT", "d") == 0
+
+    r.execute_command("TR.BITOP", "d", "OR", "s0", "s2")
+    model["d"] = model["s0"] | model["s2"]
+    r.execute_command("TR.BITOP", "d", "XOR", "s0", "s2")
+    model["d"] = model["s0"] ^ model["s2"]
+    r.close()
+    srv.kill()
+    srv.start()
+    r = srv.redis_py(protocol=proto)
+    check(r, "d", model["d"])
+    r.close()
+    srv.restart()
+    r = srv.redis_py(protocol=proto)
+    check(r, "d", model["d"])
     r.close()
