@@ -796,7 +796,8 @@ impl Txn {
         if self.inner.ccache.enabled() {
             let dk = keys::data_key(db, key, version, &sub);
             let container = padded(new.as_bytes(), seq + 1);
-            self.cc_pending.record_delta(version, hi, dk, container);
+            self.cc_pending
+                .record_known((version, hi, dk), container, true);
         }
     }
 
@@ -1917,7 +1918,7 @@ impl Txn {
             if fill {
                 let dk = keys::data_key(db, dest, version, &sub);
                 self.cc_pending
-                    .record_fill(version, *hi, dk, padded(bytes, 0));
+                    .record_known((version, *hi, dk), padded(bytes, 0), false);
             } else {
                 self.bm_note_write(db, dest, version, *hi);
             }

@@ -496,33 +496,25 @@ impl Pending {
         self.writes.push((version, block, dk, Written::Entry));
     }
 
-    /// As [`Pending::record`] for a container entry written as
-    /// `container` ([`padded`], no deltas): the commit caches it whether
-    /// or not the block was cached (a rewritten TR.BITOP destination stays
-    /// warm for the next overwrite's comparison).
-    pub(crate) fn record_fill(
+    /// Records a write of container `block` of `version` under the data
+    /// key `dk` whose result is known as `container` ([`padded`]):
+    /// `delta` false for the container entry itself (no deltas), cached
+    /// at commit whether or not the block was cached (a rewritten TR.BITOP
+    /// destination stays warm for the next overwrite's comparison); true
+    /// for a delta entry, `container` being the whole container after it
+    /// (with the new delta count), cached only where the block is.
+    pub(crate) fn record_known(
         &mut self,
-        version: u64,
-        block: u16,
-        dk: Vec<u8>,
+        (version, block, dk): (u64, u16, Vec<u8>),
         container: Arc<[u8]>,
+        delta: bool,
     ) {
-        self.writes
-            .push((version, block, dk, Written::Fill(container)));
-    }
-
-    /// Records a delta entry `dk` written for container `block` of
-    /// `version`; `container` is the whole container after it ([`padded`]
-    /// with the new delta count).
-    pub(crate) fn record_delta(
-        &mut self,
-        version: u64,
-        block: u16,
-        dk: Vec<u8>,
-        container: Arc<[u8]>,
-    ) {
-        self.writes
-            .push((version, block, dk, Written::Delta(container)));
+        let w = if delta {
+            Written::Delta(container)
+        } else {
+            Written::Fill(container)
+        };
+        self.writes.push((version, block, dk, w));
     }
 
     /// Records the complete, ascending block list of `version`, a
@@ -701,12 +693,12 @@ mod tests {
         let c = ContainerCache::new(1 << 20);
         let mut p = Pending::default();
         p.record_dir(4, vec![1u16, 2].into());
-        p.record_fill(4, 1, b"a".to_vec(), padded(&[1, 1], 0));
+        p.record_known((4, 1, b"a".to_vec()), padded(&[1, 1], 0), false);
         // The Txn wrote the block again afterwards: its bytes are not the
         // committed ones, so nothing is cached for it.
-        p.record_fill(4, 2, b"b".to_vec(), padded(&[2], 0));
+        p.record_known((4, 2, b"b".to_vec()), padded(&[2], 0), false);
         // A later write recorded after the directory updates it.
-        p.record_fill(4, 7, b"c".to_vec(), padded(&[7], 0));
+        p.record_known((4, 7, b"c".to_vec()), padded(&[7], 0), false);
         let prep = c.prepare(p, |dk| match dk {
             b"a" => Some(Some(&[1, 1][..])),
             b"b" => Some(Some(&[3][..])),
@@ -722,7 +714,7 @@ mod tests {
         let off = ContainerCache::new(0);
         let mut p = Pending::default();
         p.record_dir(4, vec![1u16].into());
-        p.record_fill(4, 1, b"a".to_vec(), padded(&[1], 0));
+        p.record_known((4, 1, b"a".to_vec()), padded(&[1], 0), false);
         off.prepare(p, |_| Some(Some(&[1][..]))).apply(&off);
         assert!(off.dir(4).is_none() && off.container(4, 1).is_none());
     }
