@@ -539,15 +539,25 @@ fn sink_block(
     Ok(())
 }
 
-/// True when TR.BITOP overwrites a destination bitmap (summary `s`) with
-/// a result of `n` containers in place ([`Txn::bm_rewrite`]: unchanged
-/// containers are not written again) rather than under a fresh version.
-/// Deleting the old containers that the result lacks then costs at most
-/// one entry per result container, so the overwrite stays proportional
-/// to the result; a destination much bigger than the result, or an empty
-/// result, takes a fresh version instead (O(1) in the old key's size).
-fn rewrite_in_place(s: &BitmapSummary, n: usize) -> bool {
-    n > 0 && s.containers <= 2 * n as u64
+/// Container bytes from which a TR.BITOP result may overwrite its
+/// destination in place: below them a fresh write costs less than
+/// reading the old value to compare (a range scan when the destination is
+/// not cached). With 0 instead, `bench/tr-callgrind` counted 13,886
+/// instructions per census1881 pairwise AND (mostly one small container)
+/// against 13,627, and 135,179 per pairwise OR against 131,052.
+const IN_PLACE_MIN_BYTES: u64 = 4096;
+
+/// True when TR.BITOP overwrites a destination bitmap (summary `old`)
+/// with a result (summary `new`, `n` containers) in place
+/// ([`Txn::bm_rewrite`]: unchanged containers are not written again)
+/// rather than under a fresh version. Deleting the old containers that
+/// the result lacks then costs at most one entry per result container, so
+/// the overwrite stays proportional to the result; a destination much
+/// bigger than the result, an empty result, or one under
+/// [`IN_PLACE_MIN_BYTES`] takes a fresh version instead (O(1) in the old
+/// key's size).
+fn rewrite_in_place(old: &BitmapSummary, new: &BitmapSummary, n: usize) -> bool {
+    n > 0 && old.containers <= 2 * n as u64 && key_bytes(new) >= IN_PLACE_MIN_BYTES
 }
 
 /// Bytes of containers TR.OPTIMIZE reads before rewriting them.
@@ -1847,7 +1857,7 @@ impl Txn {
             self.touch(db, dest);
             return Ok(0);
         }
-        if let Some(m) = prev.filter(|m| rewrite_in_place(&summary_of(m), out.len())) {
+        if let Some(m) = prev.filter(|m| rewrite_in_place(&summary_of(m), &s, out.len())) {
             let version = m.version;
             self.bm_rewrite(db, dest, (m, &s), &mut out)?;
             self.put_new_bitmap_meta(db, dest, version, s)?;
