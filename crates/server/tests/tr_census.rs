@@ -114,29 +114,31 @@ fn census1881_setops_match_croaring() {
     for i in 0..cb.len() - 1 {
         let (a, b) = (format!("c{i}"), format!("c{}", i + 1));
         let (x, y) = (&cb[i], &cb[i + 1]);
+        // Every result goes to the same destination, so most overwrite the
+        // previous one in place (only the containers that changed are
+        // written); each stored result must equal croaring's.
         for (op, want) in [
-            ("AND", x.and_cardinality(y)),
-            ("OR", x.or_cardinality(y)),
-            ("XOR", x.xor_cardinality(y)),
-            ("DIFF", x.andnot_cardinality(y)),
+            ("AND", x & y),
+            ("OR", x | y),
+            ("XOR", x ^ y),
+            ("DIFF", x - y),
         ] {
             assert_eq!(
                 int(&mut c, &["TR.BITOPCARD", op, &a, &b]) as u64,
-                want,
+                want.cardinality(),
                 "{op} {a} {b}"
             );
             assert_eq!(
                 int(&mut c, &["TR.BITOP", "dest", op, &a, &b]) as u64,
-                want,
+                want.cardinality(),
                 "{op} {a} {b}"
             );
+            let Frame::Bulk(bytes) = c.call(&["TR.EXPORT", "dest"]).unwrap() else {
+                panic!()
+            };
+            let got = CBitmap::try_deserialize::<croaring::Portable>(&bytes).expect("portable");
+            assert_eq!(got, want, "{op} {a} {b}");
         }
-        // The stored DIFF equals croaring's.
-        let Frame::Bulk(bytes) = c.call(&["TR.EXPORT", "dest"]).unwrap() else {
-            panic!()
-        };
-        let got = CBitmap::try_deserialize::<croaring::Portable>(&bytes).expect("portable");
-        assert_eq!(got, x - y, "DIFF {a} {b}");
         let Frame::Bulk(j) = c.call(&["TR.JACCARD", &a, &b]).unwrap() else {
             panic!()
         };
