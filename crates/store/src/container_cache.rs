@@ -485,7 +485,8 @@ enum Written {
     /// A delta entry; the whole container after it ([`padded`] with the
     /// new delta count).
     Delta(Arc<[u8]>),
-    /// Every block of a version this `Txn` created (its directory).
+    /// Every block a key version holds once the commit is written (its
+    /// directory).
     Dir(Arc<[u16]>),
 }
 
@@ -517,8 +518,9 @@ impl Pending {
         self.writes.push((version, block, dk, w));
     }
 
-    /// Records the complete, ascending block list of `version`, a
-    /// version this `Txn` allocated and wrote in full: cached at commit
+    /// Records the complete, ascending block list that `version` holds
+    /// once this `Txn` commits (a key version it rewrote in full, under the
+    /// key's lock): cached at commit, replacing any cached directory
     /// (writes recorded later still update it).
     pub(crate) fn record_dir(&mut self, version: u64, blocks: Arc<[u16]>) {
         self.writes
@@ -544,7 +546,7 @@ enum PreparedOp {
     /// every trace of it; whether to cache the bytes even when not cached
     /// then)`.
     Container(u64, u16, Option<Arc<[u8]>>, Option<bool>, bool),
-    /// A new version's complete directory.
+    /// A version's complete directory after the commit.
     Dir(u64, Arc<[u16]>),
 }
 
