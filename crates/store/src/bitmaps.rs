@@ -2096,25 +2096,26 @@ impl Txn {
             let (ta, tb) = match (ha, hb) {
                 (None, None) => return Ok(cards),
                 (Some(a), Some(b)) if a == b => (true, true),
-                (Some(a), hb) if hb.is_none_or(|b| a < b) => {
-                    if !lone.0 {
-                        match (hb, sa.as_mut()) {
-                            (Some(b), Some(s)) => skip_below(s, b)?,
+                _ => {
+                    // One side alone at the lower block: `a_first` when it
+                    // is the first key's.
+                    let a_first = match (ha, hb) {
+                        (Some(a), Some(b)) => a < b,
+                        (a, _) => a.is_some(),
+                    };
+                    let (wanted, alone, other) = if a_first {
+                        (lone.0, sa.as_mut(), hb)
+                    } else {
+                        (lone.1, sb.as_mut(), ha)
+                    };
+                    if !wanted {
+                        match (other, alone) {
+                            (Some(t), Some(s)) => skip_below(s, t)?,
                             _ => return Ok(cards),
                         }
                         continue;
                     }
-                    (true, false)
-                }
-                (ha, _) => {
-                    if !lone.1 {
-                        match (ha, sb.as_mut()) {
-                            (Some(a), Some(s)) => skip_below(s, a)?,
-                            _ => return Ok(cards),
-                        }
-                        continue;
-                    }
-                    (false, true)
+                    (a_first, !a_first)
                 }
             };
             let ba = match (ta, sa.as_mut()) {
