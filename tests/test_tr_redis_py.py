@@ -56,7 +56,7 @@ def test_single_bit_writes_on_big_containers_match_a_model(roaringd_server, prot
         edit(r, "tags", model, rnd, 50, span)
         check(r, "tags", model)
 
-    # Two edits of one block in one MULTI/EXEC (the second rewrites it).
+    # Two edits of one block in one MULTI/EXEC (two deltas).
     p = r.pipeline(transaction=True)
     p.execute_command("TR.SETBIT", "tags", 70001, 1)
     p.execute_command("TR.SETBIT", "tags", 70003, 0)
@@ -90,6 +90,43 @@ def test_single_bit_writes_on_big_containers_match_a_model(roaringd_server, prot
     # TR.OPTIMIZE folds every delta; the content does not change.
     assert r.execute_command("TR.OPTIMIZE", "tags") in (b"OK", "OK")
     check(r, "tags", model)
+    r.close()
+
+
+@pytest.mark.parametrize("proto", PROTOS)
+def test_pipelined_single_bit_writes_match_a_model(roaringd_server, proto):
+    """Pipelines of TR.SETBIT / TR.GETBIT on a few big blocks: consecutive
+    data commands run as one store transaction, so one block takes many
+    edits (deltas, folds) in one commit, each reading the previous ones."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    r = srv.redis_py(protocol=proto)
+    rnd = random.Random(20 + proto)
+    span = 2 * 65536  # two blocks of ~1,500 values: 3 KB array containers
+    model = set(rnd.sample(range(span), 3000))
+    r.execute_command("TR.SETBITS", "p", *sorted(model))
+    for rounds in range(8):
+        p = r.pipeline(transaction=False)
+        want = []
+        # A small pool of offsets, so that bits are set, read and cleared
+        # again within one group.
+        pool = [rnd.randrange(span) for _ in range(40)]
+        for _ in range(150):
+            v = rnd.choice(pool)
+            if rnd.random() < 0.7:
+                on = rnd.random() < 0.6
+                p.execute_command("TR.SETBIT", "p", v, int(on))
+                want.append(int(v in model))
+                (model.add if on else model.discard)(v)
+            else:
+                p.execute_command("TR.GETBIT", "p", v)
+                want.append(int(v in model))
+        assert p.execute() == want
+        check(r, "p", model)
+    r.close()
+    srv.kill()
+    srv.start()
+    r = srv.redis_py(protocol=proto)
+    check(r, "p", model)
     r.close()
 
 

@@ -377,6 +377,18 @@ fn summary_of_bitmap(b: &Bitmap) -> BitmapSummary {
     s
 }
 
+/// A bitmap container as a `Txn` left it ([`Txn::bm_written`]).
+#[derive(Debug)]
+pub(crate) enum WrittenBlock {
+    /// Deleted, with its deltas.
+    Gone,
+    /// The container entry in the overlay, with no deltas.
+    Entry,
+    /// The container with its deltas applied, padded with their count
+    /// ([`padded`]), as the container cache holds it.
+    Folded(Arc<[u8]>),
+}
+
 /// Container bytes as read, deltas applied: owned (from this `Txn`'s
 /// overlay or a `Kv` read that was not cached; with the number of delta
 /// entries stored for the container) or shared with the container cache
@@ -647,10 +659,25 @@ impl Txn {
         hi: u16,
         s: Option<&BitmapSummary>,
     ) -> Result<Option<Bytes>> {
+        if !self.bm_written.is_empty() {
+            let first = keys::data_key(db, key, version, &hi.to_be_bytes());
+            match self.bm_written.get(&first) {
+                Some(WrittenBlock::Gone) => return Ok(None),
+                Some(WrittenBlock::Folded(a)) => return Ok(Some(Bytes::Shared(Arc::clone(a)))),
+                // Unless a spill of fresh entries moved it to the `Kv`.
+                Some(WrittenBlock::Entry) => {
+                    if let Some(v) = self.data_overlay_get(&first) {
+                        return Ok(v.map(|v| Bytes::Owned(v.to_vec(), 0)));
+                    }
+                }
+                None => {}
+            }
+        }
         let warm = if self.data_overlay_is_empty() {
             true
         } else {
-            if self.data_overlay_has_prefix(&keys::data_key(db, key, version, &hi.to_be_bytes())) {
+            let first = keys::data_key(db, key, version, &hi.to_be_bytes());
+            if self.data_overlay_has_prefix(&first) {
                 let after = hi.checked_sub(1).map(|b| delta::delta_sub(b, u16::MAX));
                 let entries =
                     self.data_iter(db, key, version, after.as_ref().map(|a| &a[..]), false);
@@ -803,12 +830,16 @@ impl Txn {
         let version = e.meta.version;
         self.data_put(db, key, version, &sub, delta::encode_ops(ops));
         e.s.deltas += 1;
+        let container = padded(new.as_bytes(), seq + 1);
         if self.inner.ccache.enabled() {
             let dk = keys::data_key(db, key, version, &sub);
-            let container = padded(new.as_bytes(), seq + 1);
             self.cc_pending
-                .record_known((version, hi, dk), container, true);
+                .record_known((version, hi, dk), Arc::clone(&container), true);
         }
+        self.bm_written.insert(
+            keys::data_key(db, key, version, &hi.to_be_bytes()),
+            WrittenBlock::Folded(container),
+        );
     }
 
     /// Deletes the `n` delta entries of container `hi` (its container
@@ -820,32 +851,18 @@ impl Txn {
         e.s.deltas = e.s.deltas.saturating_sub(u64::from(n));
     }
 
-    /// True when a write of `ops` to container `hi` (now `new`, with `n`
+    /// True when a write of `ops` to a container (now `new`, with `n`
     /// deltas stored) is kept as a delta entry rather than a rewrite: the
-    /// container is big, it has room for one more delta, the edit is one
-    /// bit, and this `Txn` has not written the block yet (a second edit of
-    /// the block in one `Txn` rewrites it, so a commit records at most one
-    /// delta per block for the container cache).
-    fn bm_delta_fits(
-        &self,
-        db: u16,
-        key: &[u8],
-        version: u64,
-        hi: u16,
-        (n, ops, new): (u16, &[(u16, bool)], &ContainerBuf),
-    ) -> bool {
+    /// container is big, it has room for one more delta, and the edit is
+    /// small. A block may take several deltas in one `Txn`: the container
+    /// cache applies its records in order, and later reads in the `Txn`
+    /// find the block in [`Txn::bm_written`].
+    fn bm_delta_fits((n, ops, new): (u16, &[(u16, bool)], &ContainerBuf)) -> bool {
         !ops.is_empty()
             && ops.len() <= delta::MAX_DELTA_OPS
             && n + 1 < delta::MAX_DELTAS
             && new.as_bytes().len() >= delta::DELTA_MIN_BYTES
             && !new.is_empty()
-            && (self.data_overlay_is_empty()
-                || !self.data_overlay_has_prefix(&keys::data_key(
-                    db,
-                    key,
-                    version,
-                    &hi.to_be_bytes(),
-                )))
     }
 
     /// The container entries of a key version from block `from` upward
@@ -1011,9 +1028,7 @@ impl Txn {
         let sub = hi.to_be_bytes();
         let version = e.meta.version;
         match ops {
-            Some(ops)
-                if old.is_some() && self.bm_delta_fits(db, key, version, hi, (n, ops, new)) =>
-            {
+            Some(ops) if old.is_some() && Self::bm_delta_fits((n, ops, new)) => {
                 self.bm_put_delta(db, key, e, hi, n, (ops, new));
             }
             _ if new.is_empty() => {
@@ -1021,12 +1036,16 @@ impl Txn {
                     self.data_delete(db, key, version, &sub);
                     self.bm_drop_deltas(db, key, e, hi, n);
                     self.bm_note_write(db, key, version, hi);
+                    self.bm_written
+                        .insert(keys::data_key(db, key, version, &sub), WrittenBlock::Gone);
                 }
             }
             _ => {
                 self.data_put(db, key, version, &sub, new.as_bytes().to_vec());
                 self.bm_drop_deltas(db, key, e, hi, n);
                 self.bm_note_write(db, key, version, hi);
+                self.bm_written
+                    .insert(keys::data_key(db, key, version, &sub), WrittenBlock::Entry);
             }
         }
         // Extremes: only the edited block can move them.
@@ -1890,6 +1909,12 @@ impl Txn {
         let ps = summary_of(&m);
         let version = m.version;
         let olds = self.bm_old_blocks(db, dest, (version, &ps), out)?;
+        // Read from the overlay from now on (rare: an edit and a TR.BITOP
+        // into the same key in one `Txn`).
+        if !self.bm_written.is_empty() {
+            let prefix = keys::data_prefix(db, dest, version);
+            self.bm_written.retain(|k, _| !k.starts_with(&prefix));
+        }
         let mut gone: Vec<(u16, u16)> = Vec::new();
         let mut write = vec![true; out.len()];
         let mut drop_deltas: Vec<(u16, u16)> = Vec::new();
@@ -2431,8 +2456,8 @@ mod tests {
                 }
             }
             assert!(seen_deltas > 10 && folds >= 2, "{seen_deltas} {folds}");
-            // Two edits of the block in one Txn (the second folds), read
-            // back through the overlay before the commit.
+            // Two edits of the block in one Txn (two deltas), read back
+            // before the commit.
             let mut t = st.begin(&[(0, b"k")]);
             t.tr_setbit(0, b"k", 5 << 16 | 13_999, true).unwrap();
             t.tr_setbit(0, b"k", 5 << 16 | 13_998, true).unwrap();
@@ -2450,6 +2475,98 @@ mod tests {
             let mut t = st.begin(&[]);
             assert_eq!(t.tr_summary(0, b"r").unwrap().unwrap().deltas, 0);
             check(&mut t, b"r", &model);
+        }
+    }
+
+    /// Many single-bit edits of one big container in one `Txn` (a
+    /// pipeline's group, MULTI/EXEC): deltas pile up and fold within the
+    /// `Txn`, each edit reads the block as the previous ones left it, and
+    /// a TR.BITOP in place, TR.OPTIMIZE and an abort in between keep
+    /// every read exact; with the container cache default, tiny and off.
+    #[test]
+    fn many_edits_of_one_block_in_one_txn_match_a_model() {
+        for budget in [crate::container_cache::DEFAULT_BYTES, 16 * 1024, 0] {
+            let st = store();
+            st.set_container_cache_bytes(budget);
+            let mut model = BTreeSet::new();
+            let base: Vec<u32> = (0..3000).map(|i| (2 << 16) | (i * 11)).collect();
+            let mut t = st.begin(&[]);
+            t.tr_setbits(0, b"k", &base).unwrap();
+            t.tr_setbits(0, b"src", &base[..1500]).unwrap();
+            t.commit().unwrap();
+            model.extend(base.iter().copied());
+            let mut x = 7u64 ^ budget;
+            let mut rnd = move |n: u32| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x % u64::from(n)) as u32
+            };
+            let edit = |t: &mut Txn, model: &mut BTreeSet<u32>, rnd: &mut dyn FnMut(u32) -> u32| {
+                let v = (2 << 16) | rnd(40_000);
+                let on = rnd(3) != 0;
+                assert_eq!(t.tr_setbit(0, b"k", v, on).unwrap(), model.contains(&v));
+                if on {
+                    model.insert(v);
+                } else {
+                    model.remove(&v);
+                }
+                assert_eq!(t.tr_getbit(0, b"k", v).unwrap(), on);
+                let w = (2 << 16) | rnd(40_000);
+                assert_eq!(t.tr_getbit(0, b"k", w).unwrap(), model.contains(&w));
+            };
+            // 3 * MAX_DELTAS edits: the block's deltas fold twice or more
+            // inside the Txn.
+            let mut t = st.begin(&[(0, b"k")]);
+            let mut seen = 0;
+            for i in 0..3 * u32::from(delta::MAX_DELTAS) {
+                edit(&mut t, &mut model, &mut rnd);
+                seen = seen.max(t.tr_summary(0, b"k").unwrap().unwrap().deltas);
+                if i % 40 == 0 {
+                    check(&mut t, b"k", &model);
+                }
+            }
+            assert!(seen > 20, "deltas seen in the Txn: {seen}");
+            check(&mut t, b"k", &model);
+            t.commit().unwrap();
+            let mut t = st.begin(&[]);
+            check(&mut t, b"k", &model);
+            drop(t);
+            // Edits, TR.BITOP in place into the key, edits, TR.OPTIMIZE,
+            // edits: one Txn.
+            let mut t = st.begin(&[(0, b"k"), (0, b"src")]);
+            for _ in 0..30 {
+                edit(&mut t, &mut model, &mut rnd);
+            }
+            t.tr_bitop(0, b"k", BitOp::Or, &[b"k", b"src"]).unwrap();
+            model.extend(base[..1500].iter().copied());
+            check(&mut t, b"k", &model);
+            for _ in 0..30 {
+                edit(&mut t, &mut model, &mut rnd);
+            }
+            t.tr_optimize(0, b"k").unwrap();
+            assert_eq!(t.tr_summary(0, b"k").unwrap().unwrap().deltas, 0);
+            for _ in 0..30 {
+                edit(&mut t, &mut model, &mut rnd);
+            }
+            check(&mut t, b"k", &model);
+            t.commit().unwrap();
+            let mut t = st.begin(&[]);
+            check(&mut t, b"k", &model);
+            drop(t);
+            // An aborted Txn of many edits leaves the committed state.
+            let mut t = st.begin(&[(0, b"k")]);
+            let mut scratch = model.clone();
+            for _ in 0..100 {
+                edit(&mut t, &mut scratch, &mut rnd);
+            }
+            drop(t);
+            let mut t = st.begin(&[]);
+            check(&mut t, b"k", &model);
+            for _ in 0..50 {
+                let w = (2 << 16) | rnd(40_000);
+                assert_eq!(t.tr_getbit(0, b"k", w).unwrap(), model.contains(&w));
+            }
         }
     }
 
