@@ -659,19 +659,17 @@ impl Txn {
         hi: u16,
         s: Option<&BitmapSummary>,
     ) -> Result<Option<Bytes>> {
-        if !self.bm_written.is_empty() {
-            let first = keys::data_key(db, key, version, &hi.to_be_bytes());
-            match self.bm_written.get(&first) {
-                Some(WrittenBlock::Gone) => return Ok(None),
-                Some(WrittenBlock::Folded(a)) => return Ok(Some(Bytes::Shared(Arc::clone(a)))),
-                // Unless a spill of fresh entries moved it to the `Kv`.
-                Some(WrittenBlock::Entry) => {
-                    if let Some(v) = self.data_overlay_get(&first) {
-                        return Ok(v.map(|v| Bytes::Owned(v.to_vec(), 0)));
-                    }
+        match self.bm_written.get(&(db, version, hi)) {
+            Some(WrittenBlock::Gone) => return Ok(None),
+            Some(WrittenBlock::Folded(a)) => return Ok(Some(Bytes::Shared(Arc::clone(a)))),
+            // Unless a spill of fresh entries moved it to the `Kv`.
+            Some(WrittenBlock::Entry) => {
+                let first = keys::data_key(db, key, version, &hi.to_be_bytes());
+                if let Some(v) = self.data_overlay_get(&first) {
+                    return Ok(v.map(|v| Bytes::Owned(v.to_vec(), 0)));
                 }
-                None => {}
             }
+            None => {}
         }
         let warm = if self.data_overlay_is_empty() {
             true
@@ -836,10 +834,8 @@ impl Txn {
             self.cc_pending
                 .record_known((version, hi, dk), Arc::clone(&container), true);
         }
-        self.bm_written.insert(
-            keys::data_key(db, key, version, &hi.to_be_bytes()),
-            WrittenBlock::Folded(container),
-        );
+        self.bm_written
+            .insert((db, version, hi), WrittenBlock::Folded(container));
     }
 
     /// Deletes the `n` delta entries of container `hi` (its container
@@ -1037,7 +1033,7 @@ impl Txn {
                     self.bm_drop_deltas(db, key, e, hi, n);
                     self.bm_note_write(db, key, version, hi);
                     self.bm_written
-                        .insert(keys::data_key(db, key, version, &sub), WrittenBlock::Gone);
+                        .insert((db, version, hi), WrittenBlock::Gone);
                 }
             }
             _ => {
@@ -1045,7 +1041,7 @@ impl Txn {
                 self.bm_drop_deltas(db, key, e, hi, n);
                 self.bm_note_write(db, key, version, hi);
                 self.bm_written
-                    .insert(keys::data_key(db, key, version, &sub), WrittenBlock::Entry);
+                    .insert((db, version, hi), WrittenBlock::Entry);
             }
         }
         // Extremes: only the edited block can move them.
@@ -1911,10 +1907,8 @@ impl Txn {
         let olds = self.bm_old_blocks(db, dest, (version, &ps), out)?;
         // Read from the overlay from now on (rare: an edit and a TR.BITOP
         // into the same key in one `Txn`).
-        if !self.bm_written.is_empty() {
-            let prefix = keys::data_prefix(db, dest, version);
-            self.bm_written.retain(|k, _| !k.starts_with(&prefix));
-        }
+        self.bm_written
+            .retain(|&(d, v, _), _| (d, v) != (db, version));
         let mut gone: Vec<(u16, u16)> = Vec::new();
         let mut write = vec![true; out.len()];
         let mut drop_deltas: Vec<(u16, u16)> = Vec::new();

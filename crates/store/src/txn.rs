@@ -10,7 +10,7 @@ use crate::kv::{KvIter, Space, WriteBatch};
 use crate::locks::{stripe_of, Held, Slot};
 use crate::meta::{KeyMeta, Kind, MetaBrief, Summary};
 use crate::store::{counts_key, encode_counts, now_ms, Inner, Store};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::iter::Peekable;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -45,14 +45,14 @@ pub struct Txn {
     /// tr-cache hook: container writes under live versions, for the
     /// container cache at commit (recorded by `bitmaps.rs`).
     pub(crate) cc_pending: crate::container_cache::Pending,
-    /// Bitmap containers this `Txn` wrote, by their container entry's data
-    /// key: the bytes with every delta applied and the number of delta
-    /// entries then stored, `None` when the block is gone. Kept by
-    /// `bitmaps.rs` so that a block edited again in the same `Txn` (a
-    /// pipeline's group, MULTI/EXEC) is read from here, not by a scan of
-    /// the overlay merged with the `Kv`. A block absent from it is read as
-    /// before.
-    pub(crate) bm_written: HashMap<Vec<u8>, crate::bitmaps::WrittenBlock>,
+    /// Bitmap containers this `Txn` wrote, by `(db, key version, block)`
+    /// (a data version belongs to one key): what the block holds now.
+    /// Kept by `bitmaps.rs` so that a block edited again in the same
+    /// `Txn` (a pipeline's group, MULTI/EXEC) is read from here, not by a
+    /// scan of the overlay merged with the `Kv`. A block absent from it
+    /// is read as before. A map without entries allocates nothing, so a
+    /// one-command `Txn` pays one small node at most.
+    pub(crate) bm_written: BTreeMap<(u16, u64, u16), crate::bitmaps::WrittenBlock>,
     /// Overlay keys written by [`Txn::data_put_fresh`] since the last
     /// spill, and their bytes (see [`SPILL_BYTES`]).
     fresh: Vec<Vec<u8>>,
@@ -109,7 +109,7 @@ impl Txn {
             extra_locks: Vec::new(),
             held,
             cc_pending: crate::container_cache::Pending::default(),
-            bm_written: HashMap::new(),
+            bm_written: BTreeMap::new(),
             fresh: Vec::new(),
             fresh_bytes: 0,
         }
@@ -561,7 +561,8 @@ impl Txn {
         };
         self.meta.retain(|k, _| keep(k));
         self.data.retain(|k, _| keep(k));
-        self.bm_written.retain(|k, _| keep(k));
+        self.bm_written
+            .retain(|&(d, _, _), _| db.is_some_and(|db| d != db));
     }
 
     // ----- data ---------------------------------------------------------
