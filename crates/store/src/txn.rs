@@ -189,6 +189,11 @@ impl Txn {
     /// # Errors
     /// `Io` when the write fails; nothing is applied then.
     pub fn commit(mut self) -> Result<Vec<(u16, Vec<u8>)>> {
+        if self.is_read_only() {
+            // A read (TR.GETBIT, GET, ...): nothing to write, sync, cache
+            // or count.
+            return Ok(Vec::new());
+        }
         let meta = std::mem::take(&mut self.meta);
         // One entry per meta and data write, plus a count entry: most
         // commits add no expiry entries, so this is usually exact.
@@ -290,6 +295,17 @@ impl Txn {
             keys.dedup();
         }
         Ok(keys)
+    }
+
+    /// True when this `Txn` wrote nothing and expired nothing, so that its
+    /// commit has no effect.
+    fn is_read_only(&self) -> bool {
+        self.meta.is_empty()
+            && self.data.is_empty()
+            && self.stale_expiry.is_empty()
+            && self.touched.is_empty()
+            && self.expired == 0
+            && self.cc_pending.is_empty()
     }
 
     /// Writes the commit batch; on failure clears the meta cache slots
