@@ -385,8 +385,9 @@ pub(crate) enum WrittenBlock {
     /// The container entry in the overlay, with no deltas.
     Entry,
     /// The container with its deltas applied, padded with their count
-    /// ([`padded`]), as the container cache holds it.
-    Folded(Arc<[u8]>),
+    /// ([`padded`]), as the container cache holds it; with the index of
+    /// the delta record that gave it to the `Txn`'s cache records, if any.
+    Folded(Arc<[u8]>, Option<usize>),
 }
 
 /// Container bytes as read, deltas applied: owned (from this `Txn`'s
@@ -661,7 +662,7 @@ impl Txn {
     ) -> Result<Option<Bytes>> {
         match self.bm_written.get(&(db, version, hi)) {
             Some(WrittenBlock::Gone) => return Ok(None),
-            Some(WrittenBlock::Folded(a)) => return Ok(Some(Bytes::Shared(Arc::clone(a)))),
+            Some(WrittenBlock::Folded(a, _)) => return Ok(Some(Bytes::Shared(Arc::clone(a)))),
             // Unless a spill of fresh entries moved it to the `Kv`.
             Some(WrittenBlock::Entry) => {
                 let first = keys::data_key(db, key, version, &hi.to_be_bytes());
@@ -829,13 +830,21 @@ impl Txn {
         self.data_put(db, key, version, &sub, delta::encode_ops(ops));
         e.s.deltas += 1;
         let container = padded(new.as_bytes(), seq + 1);
-        if self.inner.ccache.enabled() {
+        let record = self.inner.ccache.enabled().then(|| {
             let dk = keys::data_key(db, key, version, &sub);
             self.cc_pending
-                .record_known((version, hi, dk), Arc::clone(&container), true);
+                .record_known((version, hi, dk), Arc::clone(&container), true)
+        });
+        self.bm_written_set((db, version, hi), WrittenBlock::Folded(container, record));
+    }
+
+    /// Sets what block `(db, version, hi)` holds in this `Txn` after a
+    /// write that also recorded it for the container cache (when on):
+    /// the block's previous delta record, if any, is superseded.
+    fn bm_written_set(&mut self, block: (u16, u64, u16), now: WrittenBlock) {
+        if let Some(WrittenBlock::Folded(_, Some(i))) = self.bm_written.insert(block, now) {
+            self.cc_pending.supersede(i);
         }
-        self.bm_written
-            .insert((db, version, hi), WrittenBlock::Folded(container));
     }
 
     /// Deletes the `n` delta entries of container `hi` (its container
@@ -1032,16 +1041,14 @@ impl Txn {
                     self.data_delete(db, key, version, &sub);
                     self.bm_drop_deltas(db, key, e, hi, n);
                     self.bm_note_write(db, key, version, hi);
-                    self.bm_written
-                        .insert((db, version, hi), WrittenBlock::Gone);
+                    self.bm_written_set((db, version, hi), WrittenBlock::Gone);
                 }
             }
             _ => {
                 self.data_put(db, key, version, &sub, new.as_bytes().to_vec());
                 self.bm_drop_deltas(db, key, e, hi, n);
                 self.bm_note_write(db, key, version, hi);
-                self.bm_written
-                    .insert((db, version, hi), WrittenBlock::Entry);
+                self.bm_written_set((db, version, hi), WrittenBlock::Entry);
             }
         }
         // Extremes: only the edited block can move them.
@@ -2521,6 +2528,9 @@ mod tests {
                 }
             }
             assert!(seen > 20, "deltas seen in the Txn: {seen}");
+            // One container copy kept for the cache per block, not one per
+            // edit.
+            assert!(t.cc_pending.containers_held() <= 1, "{budget}");
             check(&mut t, b"k", &model);
             t.commit().unwrap();
             let mut t = st.begin(&[]);

@@ -430,9 +430,13 @@ impl ContainerCache {
             return Prepared { ops };
         }
         for (version, block, dk, value) in pending.writes {
-            if let Written::Dir(blocks) = value {
-                ops.push(PreparedOp::Dir(version, blocks));
-                continue;
+            match value {
+                Written::Dir(blocks) => {
+                    ops.push(PreparedOp::Dir(version, blocks));
+                    continue;
+                }
+                Written::Superseded => continue,
+                _ => {}
             }
             // `None` from value_of: the write was discarded (FLUSHDB in the
             // same Txn); treat as unknown and drop the entry.
@@ -455,7 +459,7 @@ impl ContainerCache {
                 (Written::Entry | Written::Fill(_), Some(None)) => (None, Some(false), false),
                 (_, None) => (None, None, false),
                 // Taken above.
-                (Written::Dir(_), _) => continue,
+                (Written::Dir(_) | Written::Superseded, _) => continue,
             };
             ops.push(PreparedOp::Container(version, block, bytes, present, fill));
         }
@@ -488,6 +492,8 @@ enum Written {
     /// Every block a key version holds once the commit is written (its
     /// directory).
     Dir(Arc<[u16]>),
+    /// A delta record that a later one of its block replaces.
+    Superseded,
 }
 
 impl Pending {
@@ -504,18 +510,43 @@ impl Pending {
     /// destination stays warm for the next overwrite's comparison); true
     /// for a delta entry, `container` being the whole container after it
     /// (with the new delta count), cached only where the block is.
+    /// Returns the record's index (for [`Pending::supersede`]).
     pub(crate) fn record_known(
         &mut self,
         (version, block, dk): (u64, u16, Vec<u8>),
         container: Arc<[u8]>,
         delta: bool,
-    ) {
+    ) -> usize {
         let w = if delta {
             Written::Delta(container)
         } else {
             Written::Fill(container)
         };
         self.writes.push((version, block, dk, w));
+        self.writes.len() - 1
+    }
+
+    /// Records that hold a container (tests).
+    #[cfg(test)]
+    pub(crate) fn containers_held(&self) -> usize {
+        self.writes
+            .iter()
+            .filter(|w| matches!(w.3, Written::Delta(_) | Written::Fill(_)))
+            .count()
+    }
+
+    /// Drops the container of delta record `i` ([`Pending::record_known`])
+    /// once a later delta record of the same block follows it: that one
+    /// holds the whole container after both, and comes later in the order
+    /// the records apply in, so the earlier one would be overwritten
+    /// anyway. Keeps a `Txn` of many edits of one block (MULTI/EXEC) at
+    /// one container copy per block, not one per edit.
+    pub(crate) fn supersede(&mut self, i: usize) {
+        if let Some(w) = self.writes.get_mut(i) {
+            if matches!(w.3, Written::Delta(_)) {
+                w.3 = Written::Superseded;
+            }
+        }
     }
 
     /// Records the complete, ascending block list that `version` holds
