@@ -2574,6 +2574,135 @@ mod tests {
         }
     }
 
+    /// One step of [`one_txn_of_edits_matches_a_model`].
+    #[derive(Debug, Clone)]
+    enum TxnStep {
+        SetBit(u32, bool),
+        Bits(Vec<u32>, bool),
+        Range(u32, u16, bool),
+        Optimize,
+        GetBit(u32),
+        /// Clears every bit of a block (which deletes its container).
+        ClearBlock(u32),
+        Commit,
+    }
+
+    /// Offsets in two blocks, low bits below 6,000: repeats are common
+    /// and the base's containers are big enough for deltas.
+    fn txn_offset() -> impl proptest::strategy::Strategy<Value = u32> {
+        use proptest::prelude::*;
+        (0u32..2, 0u32..6000).prop_map(|(b, lo)| (b << 16) | lo)
+    }
+
+    fn txn_step() -> impl proptest::strategy::Strategy<Value = TxnStep> {
+        use proptest::prelude::*;
+        prop_oneof![
+            8 => (txn_offset(), any::<bool>()).prop_map(|(v, on)| TxnStep::SetBit(v, on)),
+            1 => (proptest::collection::vec(txn_offset(), 1..20), any::<bool>())
+                .prop_map(|(v, on)| TxnStep::Bits(v, on)),
+            1 => (txn_offset(), any::<u16>(), any::<bool>())
+                .prop_map(|(v, n, flip)| TxnStep::Range(v, n % 3000, flip)),
+            1 => Just(TxnStep::Optimize),
+            4 => txn_offset().prop_map(TxnStep::GetBit),
+            1 => (0u32..2).prop_map(TxnStep::ClearBlock),
+            1 => Just(TxnStep::Commit),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Random single-bit and range writes, TR.OPTIMIZE and reads, many
+        /// to one block, inside transactions of many commands (a
+        /// pipeline's group, MULTI/EXEC) against a model: every reply in
+        /// the `Txn`, the whole key at each commit and at the end; with
+        /// the container cache default, tiny and off.
+        #[test]
+        fn one_txn_of_edits_matches_a_model(
+            steps in proptest::collection::vec(txn_step(), 1..250),
+            budget in proptest::sample::select(vec![
+                crate::container_cache::DEFAULT_BYTES, 16 * 1024, 0,
+            ]),
+        ) {
+            let st = store();
+            st.set_container_cache_bytes(budget);
+            let base: Vec<u32> = (0..2u32)
+                .flat_map(|b| (0..1500u32).map(move |i| (b << 16) | (i * 4)))
+                .collect();
+            let mut model: BTreeSet<u32> = base.iter().copied().collect();
+            let mut t = st.begin(&[]);
+            t.tr_setbits(0, b"k", &base).unwrap();
+            t.commit().unwrap();
+            let mut t = st.begin(&[(0, b"k")]);
+            for step in steps {
+                match step {
+                    TxnStep::SetBit(v, on) => {
+                        let prev = t.tr_setbit(0, b"k", v, on).unwrap();
+                        proptest::prop_assert_eq!(prev, model.contains(&v));
+                        if on {
+                            model.insert(v);
+                        } else {
+                            model.remove(&v);
+                        }
+                    }
+                    TxnStep::Bits(vs, on) => {
+                        if on {
+                            model.extend(vs.iter().copied());
+                            let card = t.tr_setbits(0, b"k", &vs).unwrap();
+                            proptest::prop_assert_eq!(card, model.len() as u64);
+                        } else {
+                            let had = vs.iter().filter(|v| model.remove(v)).count();
+                            let changed = t.tr_clearbits(0, b"k", &vs).unwrap();
+                            proptest::prop_assert_eq!(changed, had as u64);
+                        }
+                    }
+                    TxnStep::Range(v, n, flip) => {
+                        let end = v.saturating_add(u32::from(n));
+                        let op = if flip { RangeOp::Flip } else { RangeOp::Set };
+                        let card = t.tr_range_write(0, b"k", v, end, op).unwrap();
+                        for x in v..=end {
+                            if flip && model.contains(&x) {
+                                model.remove(&x);
+                            } else {
+                                model.insert(x);
+                            }
+                        }
+                        proptest::prop_assert_eq!(card, model.len() as u64);
+                    }
+                    TxnStep::Optimize => {
+                        if !model.is_empty() {
+                            t.tr_optimize(0, b"k").unwrap();
+                        }
+                    }
+                    TxnStep::GetBit(v) => {
+                        proptest::prop_assert_eq!(t.tr_getbit(0, b"k", v).unwrap(), model.contains(&v));
+                    }
+                    TxnStep::ClearBlock(b) => {
+                        let vs: Vec<u32> = model.range(b << 16..(b + 1) << 16).copied().collect();
+                        for v in &vs {
+                            model.remove(v);
+                        }
+                        let changed = t.tr_clearbits(0, b"k", &vs).unwrap();
+                        proptest::prop_assert_eq!(changed, vs.len() as u64);
+                    }
+                    TxnStep::Commit => {
+                        if !model.is_empty() {
+                            check(&mut t, b"k", &model);
+                        }
+                        t.commit().unwrap();
+                        t = st.begin(&[(0, b"k")]);
+                    }
+                }
+            }
+            t.commit().unwrap();
+            let mut t = st.begin(&[]);
+            if model.is_empty() {
+                proptest::prop_assert!(t.tr_summary(0, b"k").unwrap().is_none());
+            } else {
+                check(&mut t, b"k", &model);
+            }
+        }
+    }
+
     /// TR.BITOP over an existing destination: in place (same version)
     /// when the old key is at most twice the result's containers, writing
     /// only the blocks that changed; a fresh version otherwise. Checked
