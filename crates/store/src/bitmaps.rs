@@ -101,17 +101,18 @@ impl ContainerBytes for Vec<u8> {
 
 impl ContainerBytes for Bytes {
     /// `Owned` bytes come from the `Kv` and get every check. `Shared`
-    /// bytes are container cache entries: each was validated by
+    /// bytes are container cache entries or a `Txn`'s record of a block
+    /// it wrote ([`WrittenBlock::Folded`]): each was validated by
     /// [`ContainerView::parse`] when it entered the cache (`FillScan`,
     /// `bm_get_stored`) or is a `ContainerBuf`'s own encoding (commit-time
-    /// updates of containers this module wrote), so only the O(1)
-    /// structure checks run again.
+    /// updates of containers this module wrote, and those records), so
+    /// only the O(1) structure checks run again.
     fn checked_view(&self) -> Result<ContainerView<'_>> {
         match self {
             Bytes::Owned(v, _) => v.checked_view(),
-            // SAFETY: cache entries hold validated or engine-encoded
-            // container bytes only (see above); the cache never changes
-            // an entry's bytes in place.
+            // SAFETY: cache entries and written-block records hold
+            // validated or engine-encoded container bytes only (see
+            // above); neither is changed in place.
             Bytes::Shared(a) => {
                 unsafe { ContainerView::parse_prevalidated(&a[PAD..]) }.map_err(corrupt)
             }
@@ -387,6 +388,8 @@ pub(crate) enum WrittenBlock {
     /// The container with its deltas applied, padded with their count
     /// ([`padded`]), as the container cache holds it; with the index of
     /// the delta record that gave it to the `Txn`'s cache records, if any.
+    /// The bytes are a `ContainerBuf`'s own encoding (read back without
+    /// the full validation, as cache entries are: [`ContainerBytes`]).
     Folded(Arc<[u8]>, Option<usize>),
 }
 
