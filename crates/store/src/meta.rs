@@ -335,8 +335,8 @@ impl KeyMeta {
         }
     }
 
-    /// Decodes only the type and expire time, validating like [`decode`]
-    /// (`KeyMeta::decode`) without copying a string's value.
+    /// Decodes only the type and expire time, validating like
+    /// [`KeyMeta::decode`] without copying a string's value.
     ///
     /// # Errors
     /// `Corrupt` as `decode`.
