@@ -251,8 +251,8 @@ impl<'a> ContainerRef<'a> {
 /// the kind and cardinality (every probe and every set-operation dispatch)
 /// touches the `ContainerBuf` itself, not its heap bytes: a membership probe
 /// then makes one dependent load fewer before the payload. Every write of
-/// the header goes through [`ContainerBuf::set_head`] or
-/// [`ContainerBuf::from_words`], which keep the two equal.
+/// the header goes through `ContainerBuf::set_head` or
+/// `ContainerBuf::from_words` (private), which keep the two equal.
 #[derive(Clone)]
 pub struct ContainerBuf {
     words: Vec<u64>,

@@ -1,7 +1,8 @@
 //! Set operations on containers: one dispatch per operation over the pair of
 //! kinds, with the pair kernels in one file per operation.
 //!
-//! Every producing form returns a normalized [`ContainerBuf`] (`_nonempty`
+//! Every producing form returns a normalized
+//! [`ContainerBuf`](crate::container::ContainerBuf) (`_nonempty`
 //! forms: `None` instead of an empty one, without allocating it); `_len` forms
 //! only count and allocate nothing; `_in_place` forms change the left
 //! operand; `intersects` stops at the first common value.
