@@ -122,6 +122,18 @@ def test_pipelined_single_bit_writes_match_a_model(roaringd_server, proto):
                 want.append(int(v in model))
         assert p.execute() == want
         check(r, "p", model)
+    # One MULTI/EXEC of 300 edits: one transaction, deltas folded inside it.
+    p = r.pipeline(transaction=True)
+    want = []
+    pool = [rnd.randrange(span) for _ in range(60)]
+    for _ in range(300):
+        v = rnd.choice(pool)
+        on = rnd.random() < 0.5
+        p.execute_command("TR.SETBIT", "p", v, int(on))
+        want.append(int(v in model))
+        (model.add if on else model.discard)(v)
+    assert p.execute() == want
+    check(r, "p", model)
     r.close()
     srv.kill()
     srv.start()
