@@ -41,6 +41,7 @@ pub mod locks;
 pub mod longdouble;
 pub mod meta;
 pub mod number;
+pub mod oplog;
 pub mod sample;
 pub mod sets;
 pub mod store;

@@ -1,0 +1,493 @@
+//! The operation log of the bitmap write-back tier
+//! (`docs/handoff/write-back-tier.md`): an append-only record of single-bit
+//! edits that are acknowledged before their containers reach the LSM store.
+//!
+//! Layout: a directory of segments named `oplog-<first seq, 20 digits>.log`.
+//! A segment is a sequence of records, each framed as
+//! `len: u32 LE | check: u32 LE | payload (len bytes)`, where `check` is the
+//! low half of the payload's XXH3-64 and the payload is
+//! `seq: u64 | db: u16 | version: u64 | set: u8 | offset: u32 | key`
+//! (little-endian). Sequence numbers are contiguous across segments, so a
+//! segment's name says which records it holds.
+//!
+//! Recovery ([`OpLog::open`]) replays every segment in order. A record that
+//! is cut short or fails its check ends the replay when it is in the last
+//! segment (a write torn by a crash: the tail from there is cut off and
+//! appends continue at that point); anywhere else it is `Corrupt`.
+//!
+//! Durability is the caller's: [`OpLog::append`] buffers, [`OpLog::flush`]
+//! hands the buffer to the OS (enough for a process crash), and
+//! [`OpLog::sync`] makes it durable (power loss). Segments whose records
+//! have all been written back are removed by [`OpLog::release_below`].
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, StoreError};
+
+/// Payload bytes before the key.
+const FIXED: usize = 8 + 2 + 8 + 1 + 4;
+
+/// Longest key a record may carry (the store's key limit).
+pub const MAX_KEY: usize = 64 * 1024;
+
+/// Buffer size of the appending writer.
+const BUFFER: usize = 64 * 1024;
+
+/// One logged edit: bit `offset` of key `key` (database `db`, key version
+/// `version`) set (`set`) or cleared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Op {
+    /// Position in the log: contiguous, from 1.
+    pub seq: u64,
+    /// Database index.
+    pub db: u16,
+    /// The key version the edit applies to (a replay skips it when the
+    /// key now has another version).
+    pub version: u64,
+    /// The user key.
+    pub key: Vec<u8>,
+    /// The bit.
+    pub offset: u32,
+    /// Set (true) or clear.
+    pub set: bool,
+}
+
+/// The log, open for appending. See the module docs.
+pub struct OpLog {
+    dir: PathBuf,
+    out: BufWriter<File>,
+    /// First sequence numbers of the segments on disk, ascending; the
+    /// last one is the segment being appended to.
+    segments: Vec<u64>,
+    /// Sequence number of the next append.
+    next: u64,
+}
+
+fn io(what: &str, e: std::io::Error) -> StoreError {
+    StoreError::Io(format!("operation log: {what}: {e}"))
+}
+
+fn segment_name(first: u64) -> String {
+    format!("oplog-{first:020}.log")
+}
+
+fn check_of(payload: &[u8]) -> u32 {
+    xxhash_rust::xxh3::xxh3_64(payload) as u32
+}
+
+fn encode(op: &Op, out: &mut Vec<u8>) {
+    let len = FIXED + op.key.len();
+    out.reserve(8 + len);
+    let start = out.len();
+    out.extend_from_slice(&(len as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&op.seq.to_le_bytes());
+    out.extend_from_slice(&op.db.to_le_bytes());
+    out.extend_from_slice(&op.version.to_le_bytes());
+    out.push(u8::from(op.set));
+    out.extend_from_slice(&op.offset.to_le_bytes());
+    out.extend_from_slice(&op.key);
+    let check = check_of(&out[start + 8..]);
+    out[start + 4..start + 8].copy_from_slice(&check.to_le_bytes());
+}
+
+/// Decodes the record at the start of `buf`: the op and the bytes it
+/// takes, or `None` when it is cut short, too long or fails its check.
+fn decode(buf: &[u8]) -> Option<(Op, usize)> {
+    let head: [u8; 8] = buf.get(..8)?.try_into().ok()?;
+    let len = u32::from_le_bytes(head[..4].try_into().ok()?) as usize;
+    if !(FIXED..=FIXED + MAX_KEY).contains(&len) {
+        return None;
+    }
+    let payload = buf.get(8..8 + len)?;
+    if check_of(payload) != u32::from_le_bytes(head[4..].try_into().ok()?) {
+        return None;
+    }
+    let u64_at = |i: usize| u64::from_le_bytes(payload[i..i + 8].try_into().unwrap());
+    let set = match payload[18] {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    let op = Op {
+        seq: u64_at(0),
+        db: u16::from_le_bytes([payload[8], payload[9]]),
+        version: u64_at(10),
+        set,
+        offset: u32::from_le_bytes(payload[19..23].try_into().unwrap()),
+        key: payload[FIXED..].to_vec(),
+    };
+    Some((op, 8 + len))
+}
+
+/// The segments in `dir`, by first sequence number, ascending.
+fn list_segments(dir: &Path) -> Result<Vec<u64>> {
+    let mut firsts = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| io("list", e))? {
+        let name = entry.map_err(|e| io("list", e))?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(n) = name
+            .strip_prefix("oplog-")
+            .and_then(|r| r.strip_suffix(".log"))
+        {
+            match n.parse::<u64>() {
+                Ok(first) if first > 0 => firsts.push(first),
+                _ => {
+                    return Err(StoreError::corrupt(format!(
+                        "operation log: odd file {name}"
+                    )))
+                }
+            }
+        }
+    }
+    firsts.sort_unstable();
+    Ok(firsts)
+}
+
+impl OpLog {
+    /// Opens (creating) the log in `dir` and returns it with every record
+    /// it holds, in order. A torn tail of the last segment is cut off.
+    ///
+    /// # Errors
+    /// `Io`; `Corrupt` for a bad record before the last segment, a gap in
+    /// the sequence numbers, or a file name it does not understand.
+    pub fn open(dir: &Path) -> Result<(OpLog, Vec<Op>)> {
+        std::fs::create_dir_all(dir).map_err(|e| io("create", e))?;
+        let mut segments = list_segments(dir)?;
+        let mut ops = Vec::new();
+        let mut next = segments.first().copied().unwrap_or(1);
+        for (i, &first) in segments.iter().enumerate() {
+            if first != next {
+                return Err(StoreError::corrupt(format!(
+                    "operation log: segment {first} follows record {}",
+                    next - 1
+                )));
+            }
+            let path = dir.join(segment_name(first));
+            let mut buf = Vec::new();
+            File::open(&path)
+                .and_then(|mut f| f.read_to_end(&mut buf))
+                .map_err(|e| io("read", e))?;
+            let mut at = 0;
+            while at < buf.len() {
+                match decode(&buf[at..]) {
+                    Some((op, used)) if op.seq == next => {
+                        ops.push(op);
+                        next += 1;
+                        at += used;
+                    }
+                    _ if i + 1 == segments.len() => break,
+                    _ => {
+                        return Err(StoreError::corrupt(format!(
+                            "operation log: bad record at byte {at} of {}",
+                            path.display()
+                        )))
+                    }
+                }
+            }
+            if at < buf.len() {
+                // The torn tail: appends continue where it starts.
+                let f = OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| io("open", e))?;
+                f.set_len(at as u64).map_err(|e| io("truncate", e))?;
+                f.sync_all().map_err(|e| io("sync", e))?;
+            }
+        }
+        if segments.is_empty() {
+            segments.push(next);
+        }
+        let last = *segments.last().expect("one segment at least");
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(segment_name(last)))
+            .map_err(|e| io("open", e))?;
+        let log = OpLog {
+            dir: dir.to_path_buf(),
+            out: BufWriter::with_capacity(BUFFER, file),
+            segments,
+            next,
+        };
+        Ok((log, ops))
+    }
+
+    /// Sequence number the next append gets.
+    #[must_use]
+    pub fn next_seq(&self) -> u64 {
+        self.next
+    }
+
+    /// First sequence numbers of the segments on disk, ascending.
+    #[must_use]
+    pub fn segments(&self) -> &[u64] {
+        &self.segments
+    }
+
+    /// Appends an edit (buffered) and returns its sequence number.
+    ///
+    /// # Errors
+    /// `Io` when the buffer could not be written out; `Corrupt` for a key
+    /// over [`MAX_KEY`] (nothing is appended then).
+    pub fn append(
+        &mut self,
+        db: u16,
+        version: u64,
+        key: &[u8],
+        offset: u32,
+        set: bool,
+    ) -> Result<u64> {
+        if key.len() > MAX_KEY {
+            return Err(StoreError::corrupt("operation log: key too long"));
+        }
+        let op = Op {
+            seq: self.next,
+            db,
+            version,
+            key: key.to_vec(),
+            offset,
+            set,
+        };
+        let mut rec = Vec::new();
+        encode(&op, &mut rec);
+        self.out.write_all(&rec).map_err(|e| io("write", e))?;
+        self.next += 1;
+        Ok(op.seq)
+    }
+
+    /// Hands every buffered record to the OS (survives a process crash).
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn flush(&mut self) -> Result<()> {
+        self.out.flush().map_err(|e| io("write", e))
+    }
+
+    /// Flushes and syncs the current segment (survives power loss).
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        self.out.get_ref().sync_data().map_err(|e| io("sync", e))
+    }
+
+    /// Syncs the current segment and starts a new one at the next
+    /// sequence number (nothing when the current one is empty).
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn rotate(&mut self) -> Result<()> {
+        if self.segments.last() == Some(&self.next) {
+            return Ok(());
+        }
+        self.sync()?;
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(segment_name(self.next)))
+            .map_err(|e| io("open", e))?;
+        self.out = BufWriter::with_capacity(BUFFER, file);
+        self.segments.push(self.next);
+        Ok(())
+    }
+
+    /// Removes the segments whose records all come before `seq` (they
+    /// have been written back). The current segment stays.
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn release_below(&mut self, seq: u64) -> Result<()> {
+        while self.segments.len() > 1 && self.segments[1] <= seq {
+            let first = self.segments[0];
+            std::fs::remove_file(self.dir.join(segment_name(first)))
+                .map_err(|e| io("remove", e))?;
+            self.segments.remove(0);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(seq: u64, i: u32) -> Op {
+        Op {
+            seq,
+            db: (i % 3) as u16,
+            version: u64::from(i) << 20 | 7,
+            key: format!("key:{}", i % 5).into_bytes(),
+            offset: i.wrapping_mul(2_654_435_761),
+            set: i.is_multiple_of(2),
+        }
+    }
+
+    fn append(log: &mut OpLog, o: &Op) {
+        let seq = log
+            .append(o.db, o.version, &o.key, o.offset, o.set)
+            .unwrap();
+        assert_eq!(seq, o.seq);
+    }
+
+    #[test]
+    fn records_survive_a_reopen_in_order_across_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, ops) = OpLog::open(dir.path()).unwrap();
+        assert!(ops.is_empty());
+        let want: Vec<Op> = (1..=300).map(|s| op(s, s as u32)).collect();
+        for (i, o) in want.iter().enumerate() {
+            append(&mut log, o);
+            if i % 100 == 99 {
+                log.rotate().unwrap();
+            }
+        }
+        log.rotate().unwrap(); // empty current segment: no new one
+        log.flush().unwrap();
+        assert_eq!(log.segments(), &[1, 101, 201, 301]);
+        drop(log);
+        let (mut log, got) = OpLog::open(dir.path()).unwrap();
+        assert_eq!(got, want);
+        assert_eq!(log.next_seq(), 301);
+        append(&mut log, &op(301, 9));
+        log.release_below(201).unwrap();
+        assert_eq!(log.segments(), &[201, 301]);
+        log.sync().unwrap();
+        let (_, got) = OpLog::open(dir.path()).unwrap();
+        assert_eq!(got.first().map(|o| o.seq), Some(201));
+        assert_eq!(got.last(), Some(&op(301, 9)));
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_and_appends_continue() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = OpLog::open(dir.path()).unwrap();
+        for s in 1..=20 {
+            append(&mut log, &op(s, s as u32));
+        }
+        log.sync().unwrap();
+        drop(log);
+        let path = dir.path().join(segment_name(1));
+        let full = std::fs::metadata(&path).unwrap().len();
+        for cut in [full - 1, full - 20, full / 2, 3] {
+            let f = OpenOptions::new().write(true).open(&path).unwrap();
+            f.set_len(cut).unwrap();
+            drop(f);
+            let (mut log, got) = OpLog::open(dir.path()).unwrap();
+            let n = got.len() as u64;
+            assert!(got.iter().zip(1..).all(|(o, s)| *o == op(s, s as u32)));
+            assert_eq!(log.next_seq(), n + 1);
+            append(&mut log, &op(n + 1, 99));
+            log.sync().unwrap();
+            drop(log);
+            let (_, again) = OpLog::open(dir.path()).unwrap();
+            assert_eq!(again.len() as u64, n + 1);
+            assert_eq!(again.last(), Some(&op(n + 1, 99)));
+        }
+    }
+
+    #[test]
+    fn damage_before_the_last_segment_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = OpLog::open(dir.path()).unwrap();
+        for s in 1..=10 {
+            append(&mut log, &op(s, s as u32));
+        }
+        log.rotate().unwrap();
+        append(&mut log, &op(11, 11));
+        log.sync().unwrap();
+        drop(log);
+        let path = dir.path().join(segment_name(1));
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[30] ^= 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(matches!(
+            OpLog::open(dir.path()),
+            Err(StoreError::Corrupt(_))
+        ));
+        // A gap between segments is corrupt too.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(dir.path().join(segment_name(3)), b"").unwrap();
+        assert!(matches!(
+            OpLog::open(dir.path()),
+            Err(StoreError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn hostile_lengths_and_keys_are_refused() {
+        let mut rec = Vec::new();
+        encode(&op(1, 1), &mut rec);
+        assert_eq!(decode(&rec), Some((op(1, 1), rec.len())));
+        let mut long = rec.clone();
+        long[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode(&long).is_none());
+        let mut bad_flag = rec.clone();
+        bad_flag[8 + 18] = 2;
+        let check = check_of(&bad_flag[8..]);
+        bad_flag[4..8].copy_from_slice(&check.to_le_bytes());
+        assert!(decode(&bad_flag).is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = OpLog::open(dir.path()).unwrap();
+        assert!(log.append(0, 1, &vec![0; MAX_KEY + 1], 0, true).is_err());
+        assert_eq!(log.next_seq(), 1);
+    }
+
+    proptest::proptest! {
+        /// Appends, rotations and releases, then a crash that keeps a
+        /// random prefix of the last segment's bytes: the replay is the
+        /// appended records from the first kept segment on, up to a
+        /// prefix of the last segment.
+        #[test]
+        fn replay_after_a_crash_is_a_prefix(
+            steps in proptest::collection::vec(0u8..10, 1..120),
+            keep in 0.0f64..=1.0,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let (mut log, _) = OpLog::open(dir.path()).unwrap();
+            let mut all = Vec::new();
+            for (i, s) in steps.iter().enumerate() {
+                match s {
+                    0 => log.rotate().unwrap(),
+                    1 => {
+                        let below = log.next_seq().saturating_sub(5).max(1);
+                        log.release_below(below).unwrap();
+                    }
+                    _ => {
+                        let o = op(log.next_seq(), i as u32);
+                        append(&mut log, &o);
+                        all.push(o);
+                    }
+                }
+            }
+            log.sync().unwrap();
+            let first = log.segments()[0];
+            let last = *log.segments().last().unwrap();
+            drop(log);
+            let path = dir.path().join(segment_name(last));
+            let len = std::fs::metadata(&path).unwrap().len();
+            let f = OpenOptions::new().write(true).open(&path).unwrap();
+            f.set_len((len as f64 * keep) as u64).unwrap();
+            drop(f);
+            let (mut log, got) = OpLog::open(dir.path()).unwrap();
+            let kept: Vec<Op> = all.iter().filter(|o| o.seq >= first).cloned().collect();
+            proptest::prop_assert!(got.len() <= kept.len());
+            proptest::prop_assert_eq!(&got[..], &kept[..got.len()]);
+            // Everything before the last segment is replayed whole.
+            proptest::prop_assert!(got.iter().filter(|o| o.seq < last).count()
+                == kept.iter().filter(|o| o.seq < last).count());
+            proptest::prop_assert_eq!(log.next_seq(), first + got.len() as u64);
+            // Appends go on after the replayed prefix.
+            let o = op(log.next_seq(), 7);
+            append(&mut log, &o);
+            log.sync().unwrap();
+            drop(log);
+            let (_, again) = OpLog::open(dir.path()).unwrap();
+            proptest::prop_assert_eq!(again.len(), got.len() + 1);
+            proptest::prop_assert_eq!(again.last(), Some(&o));
+        }
+    }
+}
