@@ -150,6 +150,13 @@ fn queue(client: &mut Client, entry: &'static Entry, args: &Args<'_>) -> Reply {
     Reply::status("QUEUED")
 }
 
+/// True for the commands that work on bitmap keys kept dirty by the
+/// store's write-back tier without writing them back first (TR.SETBIT,
+/// TR.GETBIT): see `Store::begin_keep_dirty`.
+pub fn keeps_dirty(spec: &crate::command_table::CommandSpec) -> bool {
+    matches!(spec.name, "tr.setbit" | "tr.getbit")
+}
+
 /// Runs a resolved, admitted command as its own store transaction.
 fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'_>) -> Reply {
     let spec = entry.spec;
@@ -178,6 +185,8 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
         client.key_scratch = idx;
         let mut txn = if spec.has(Flag::Exclusive) {
             server.store.begin_exclusive()
+        } else if keeps_dirty(spec) {
+            server.store.begin_keep_dirty(keys)
         } else {
             server.store.begin(keys)
         };

@@ -49,7 +49,10 @@ pub async fn run(server: Arc<Server>, listeners: Vec<TcpListener>) {
     }
     let s = server.clone();
     let persisted = tokio::task::spawn_blocking(move || {
-        let _quiet = s.store.begin_exclusive();
+        // Waits for in-flight transactions and writes back the bitmap
+        // write-back tier's dirty keys; then the log is emptied.
+        s.store.begin_exclusive().commit()?;
+        s.store.checkpoint()?;
         s.store.persist()
     })
     .await;

@@ -105,7 +105,15 @@ impl Batch {
             .iter()
             .map(|&(db, i)| (db, &buf[self.spans[i].range()]))
             .collect();
-        let mut txn = server.store.begin(&keys);
+        let mut txn = if self
+            .cmds
+            .iter()
+            .all(|(e, ..)| dispatch::keeps_dirty(e.spec))
+        {
+            server.store.begin_keep_dirty(&keys)
+        } else {
+            server.store.begin(&keys)
+        };
         let mut any_write = false;
         self.replies.clear();
         // One clock read per command: each command ends where the next starts.

@@ -641,6 +641,130 @@ impl Txn {
         }
     }
 
+    /// The write-back tier's TR.SETBIT (`docs/handoff/write-back-tier.md`,
+    /// step 4): edits a copy of the container, keeps it and the new
+    /// summary in the dirty map and appends the edit to the operation log
+    /// (synced by the commit under `always`); nothing is written to the
+    /// `Kv`. Returns the bit's previous value, or
+    /// `None` when the edit is not the tier's to take: a missing key, one
+    /// with an expiry, an absent block or one the edit empties, a clear
+    /// of the minimum or maximum (which needs a scan), or a full budget.
+    ///
+    /// # Errors
+    /// `WrongType`; `Io` when the log cannot be written (nothing changed).
+    fn bm_setbit_dirty(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        off: u32,
+        value: bool,
+    ) -> Result<Option<bool>> {
+        let Some(m) = self.meta_of(db, key, Kind::Bitmap)? else {
+            return Ok(None);
+        };
+        if m.expire_at_ms != 0 {
+            return Ok(None);
+        }
+        let mut s = summary_of(&m);
+        let (hi, lo) = split(off);
+        let Some(old) = self.bm_get(db, key, m.version, hi, Some(&s))? else {
+            return Ok(None);
+        };
+        let n = old.deltas();
+        let old = view(&old)?;
+        let old = old.as_ref();
+        let prev = old.contains(lo);
+        if prev == value {
+            return Ok(Some(prev));
+        }
+        if !value && (off == s.min || off == s.max) {
+            return Ok(None);
+        }
+        let mut new = old.to_buf();
+        if value {
+            new.insert(lo);
+        } else {
+            new.remove(lo);
+        }
+        let dirty = &self.inner.dirty;
+        if new.is_empty() || !dirty.has_room((PAD + new.as_bytes().len()) as u64) {
+            return Ok(None);
+        }
+        census(&mut s, old, false);
+        census(&mut s, new.as_ref(), true);
+        if value {
+            s.sum += u64::from(off);
+            s.min = s.min.min(off);
+            s.max = s.max.max(off);
+        } else {
+            s.sum -= u64::from(off);
+        }
+        let seq = {
+            let mut log = dirty.log.lock();
+            let Some(log) = log.as_mut() else {
+                return Ok(None);
+            };
+            log.append(db, m.version, key, off, value)?
+        };
+        // Synced by the commit under `always`, off the I/O threads.
+        self.oplog_appended = true;
+        let block = crate::dirty::DirtyBlock {
+            bytes: padded(new.as_bytes(), n),
+            stored_deltas: n,
+        };
+        let meta = KeyMeta {
+            summary: Summary::Bitmap(s),
+            ..m
+        };
+        dirty.record(&keys::KeyBuf::meta(db, key), meta, hi, block, seq);
+        // Watchers of the key see the write.
+        self.touch(db, key);
+        Ok(Some(prev))
+    }
+
+    /// Absorbs dirty key `mk` (meta key) into this `Txn`, if dirty: each
+    /// dirty container is written as its entry with its stored deltas
+    /// deleted, the meta with the lowered delta count, and the `wb` entry
+    /// of its last log record; the dirty entry is dropped after the
+    /// commit (`docs/handoff/write-back-tier.md`, step 5).
+    pub(crate) fn bm_absorb(&mut self, mk: &[u8]) {
+        let Some(d) = self.inner.dirty.get(mk) else {
+            return;
+        };
+        if self.absorbed.iter().any(|(k, _)| k.as_slice() == mk) {
+            return;
+        }
+        let Ok((db, key)) = keys::split_meta_key(mk) else {
+            return;
+        };
+        let key = key.to_vec();
+        let version = d.meta.version;
+        let mut s = summary_of(&d.meta);
+        for (&hi, b) in &d.blocks {
+            self.data_put(
+                db,
+                &key,
+                version,
+                &hi.to_be_bytes(),
+                b.bytes[PAD..].to_vec(),
+            );
+            for seq in 0..b.stored_deltas {
+                self.data_delete(db, &key, version, &delta::delta_sub(hi, seq));
+            }
+            s.deltas = s.deltas.saturating_sub(u64::from(b.stored_deltas));
+            self.bm_note_write(db, &key, version, hi);
+            self.bm_written_set((db, version, hi), WrittenBlock::Entry);
+        }
+        let meta = KeyMeta {
+            summary: Summary::Bitmap(s),
+            ..d.meta
+        };
+        self.absorb_meta(mk, meta);
+        self.internal_puts
+            .push(crate::store::wb_key(d.last_seq, db, version, &key));
+        self.absorbed.push((mk.to_vec(), d.last_seq));
+    }
+
     fn bm_finish(&mut self, db: u16, key: &[u8], mut e: Edit) -> Result<u64> {
         let card = e.s.card;
         e.meta.summary = Summary::Bitmap(e.s);
@@ -674,6 +798,12 @@ impl Txn {
                 }
             }
             None => {}
+        }
+        if !self.inner.dirty.is_empty() {
+            let mk = keys::KeyBuf::meta(db, key);
+            if let Some(b) = self.inner.dirty.block(&mk, version, hi) {
+                return Ok(Some(Bytes::Shared(b.bytes)));
+            }
         }
         let warm = if self.data_overlay_is_empty() {
             true
@@ -1132,6 +1262,13 @@ impl Txn {
     /// # Errors
     /// `WrongType`.
     pub fn tr_setbit(&mut self, db: u16, key: &[u8], off: u32, value: bool) -> Result<bool> {
+        if self.keep_dirty && self.writes_nothing() && self.inner.dirty.enabled() {
+            if let Some(prev) = self.bm_setbit_dirty(db, key, off, value)? {
+                return Ok(prev);
+            }
+            // Refused by the tier: the normal path, on a clean key.
+            self.bm_absorb(&keys::KeyBuf::meta(db, key));
+        }
         let Some(mut e) = self.bm_open(db, key, true)? else {
             return Ok(false);
         };

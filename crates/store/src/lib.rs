@@ -29,6 +29,7 @@
 pub mod bitmap_delta;
 pub mod bitmaps;
 pub mod container_cache;
+pub mod dirty;
 pub mod error;
 pub mod glob;
 pub mod hashes;

@@ -183,6 +183,9 @@ pub(crate) struct Inner {
     pub(crate) keyspace_misses: std::sync::atomic::AtomicU64,
     /// tr-cache hook: the in-process container cache (container_cache.rs).
     pub(crate) ccache: crate::container_cache::ContainerCache,
+    /// The bitmap write-back tier: dirty keys and the operation log
+    /// (dirty.rs, oplog.rs).
+    pub(crate) dirty: crate::dirty::Dirty,
 }
 
 /// Where the active expiry cycle starts scanning the time-ordered expiry
@@ -227,6 +230,38 @@ pub(crate) fn encode_counts(c: DbStats) -> Vec<u8> {
     v
 }
 
+/// The last absorbed log seq of each dirty key version: `(db, version,
+/// key)` → seq.
+type AbsorbedSeqs = HashMap<(u16, u64, Vec<u8>), u64>;
+
+/// Directory of the operation log, inside the store's directory.
+const OPLOG_DIR: &str = "roaringd-oplog";
+
+/// Prefix of the `wb` entries (meta space, internal database): one per
+/// absorb of a dirty key, `seq: u64 BE | db: u16 BE | version: u64 BE |
+/// key`, so that they sort by log seq.
+fn wb_prefix() -> Vec<u8> {
+    keys::meta_key(INTERNAL_DB, b"wb:")
+}
+
+/// The `wb` entry recording that the dirty state of `(db, key)` at
+/// `version`, up to log record `seq`, was absorbed.
+pub(crate) fn wb_key(seq: u64, db: u16, version: u64, key: &[u8]) -> Vec<u8> {
+    let mut k = wb_prefix();
+    k.extend_from_slice(&seq.to_be_bytes());
+    k.extend_from_slice(&db.to_be_bytes());
+    k.extend_from_slice(&version.to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
+
+fn parse_wb_key(rest: &[u8]) -> Option<(u64, u16, u64, &[u8])> {
+    let seq = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
+    let db = u16::from_be_bytes(rest.get(8..10)?.try_into().ok()?);
+    let version = u64::from_be_bytes(rest.get(10..18)?.try_into().ok()?);
+    Some((seq, db, version, &rest[18..]))
+}
+
 fn decode_u64(b: &[u8]) -> Result<u64> {
     Ok(u64::from_be_bytes(b.try_into().map_err(|_| {
         StoreError::corrupt("internal counter has the wrong length")
@@ -262,6 +297,13 @@ impl Store {
         let kv: Box<dyn Kv> = match &config.dir {
             Some(dir) => Box::new(LsmKv::open(dir, config.cache_bytes, Some(gc))?),
             None => Box::new(MemKv::new(Some(gc))),
+        };
+        let (oplog, replay) = match &config.dir {
+            Some(dir) => {
+                let (log, ops) = crate::oplog::OpLog::open(&dir.join(OPLOG_DIR))?;
+                (Some(log), ops)
+            }
+            None => (None, Vec::new()),
         };
         let databases = config.databases.clamp(1, INTERNAL_DB);
         let epoch = match kv.get(Space::Meta, &epoch_key())? {
@@ -306,11 +348,95 @@ impl Store {
             keyspace_hits: std::sync::atomic::AtomicU64::new(0),
             keyspace_misses: std::sync::atomic::AtomicU64::new(0),
             ccache: crate::container_cache::ContainerCache::default(),
+            dirty: crate::dirty::Dirty::new(oplog),
         });
+        let store = Store { inner };
+        store.recover(replay)?;
         if config.dir.is_some() {
-            spawn_persister(Arc::downgrade(&inner));
+            spawn_persister(Arc::downgrade(&store.inner));
         }
-        Ok(Store { inner })
+        Ok(store)
+    }
+
+    /// Applies the operation log's records that the `Kv` lacks (see
+    /// `docs/handoff/write-back-tier.md`, step 7), persists, and empties
+    /// the log. A record applies when its key still has the record's
+    /// version and its seq is above the key's last absorb (`wb` entry).
+    fn recover(&self, ops: Vec<crate::oplog::Op>) -> Result<()> {
+        if ops.is_empty() {
+            return self.checkpoint();
+        }
+        let absorbed = self.absorbed_seqs()?;
+        for op in ops {
+            let done = absorbed
+                .get(&(op.db, op.version, op.key.clone()))
+                .is_some_and(|&s| s >= op.seq);
+            if done || op.db >= self.inner.databases {
+                continue;
+            }
+            let mut t = self.begin(&[(op.db, &op.key)]);
+            let current = t
+                .live_meta(op.db, &op.key)?
+                .is_some_and(|m| m.version == op.version);
+            if current {
+                t.tr_setbit(op.db, &op.key, op.offset, op.set)?;
+            }
+            t.commit()?;
+        }
+        self.inner.kv.persist()?;
+        self.checkpoint()
+    }
+
+    /// The `wb` entries: the last absorbed log seq by `(db, version, key)`.
+    fn absorbed_seqs(&self) -> Result<AbsorbedSeqs> {
+        let mut out = HashMap::new();
+        let prefix = wb_prefix();
+        for e in self.inner.kv.prefix(Space::Meta, &prefix, false) {
+            let (k, _) = e?;
+            if let Some((seq, db, version, key)) = parse_wb_key(&k[prefix.len()..]) {
+                let s = out.entry((db, version, key.to_vec())).or_insert(0);
+                *s = seq.max(*s);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes every dirty bitmap key back to the `Kv` (each through an
+    /// ordinary `Txn`, which absorbs it), persists, then drops the
+    /// operation log's segments and `wb` entries that no dirty key needs.
+    /// Run once a second by the persister, at open and at shutdown.
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt`; what was not written back stays dirty and logged.
+    pub fn checkpoint(&self) -> Result<()> {
+        for mk in self.inner.dirty.keys() {
+            let (db, key) = keys::split_meta_key(&mk)?;
+            self.begin(&[(db, key)]).commit()?;
+        }
+        let mut guard = self.inner.dirty.log.lock();
+        let Some(log) = guard.as_mut() else {
+            return Ok(());
+        };
+        self.inner.kv.persist()?;
+        log.rotate()?;
+        let keep_from = self.inner.dirty.min_first_seq().unwrap_or(log.next_seq());
+        log.release_below(keep_from)?;
+        let first = log.segments()[0];
+        drop(guard);
+        // `wb` entries below the log's first record filter nothing.
+        let prefix = wb_prefix();
+        let mut batch = WriteBatch::new();
+        for e in self.inner.kv.prefix(Space::Meta, &prefix, false) {
+            let (k, _) = e?;
+            match parse_wb_key(&k[prefix.len()..]) {
+                Some((seq, ..)) if seq < first => batch.delete(Space::Meta, k),
+                _ => break,
+            }
+        }
+        if !batch.is_empty() {
+            self.inner.kv.write(batch, Durability::Lazy)?;
+        }
+        Ok(())
     }
 
     /// Number of databases.
@@ -348,23 +474,51 @@ impl Store {
     /// The `Txn` may read any key, but writes only keys it locked (others
     /// are locked on demand, see [`Txn`]).
     #[must_use]
+    ///
+    /// Dirty bitmap keys among `keys` (the write-back tier) are absorbed
+    /// into the `Txn` first: their edits commit with it.
     pub fn begin(&self, keys: &[(u16, &[u8])]) -> Txn {
-        Txn::new(Arc::clone(&self.inner), self.inner.locks.lock_keys(keys))
+        let mut t = Txn::new(Arc::clone(&self.inner), self.inner.locks.lock_keys(keys));
+        if !self.inner.dirty.is_empty() {
+            for &(db, key) in keys {
+                t.bm_absorb(&keys::KeyBuf::meta(db, key));
+            }
+        }
+        t
+    }
+
+    /// As [`Store::begin`], but dirty keys stay dirty: for commands that
+    /// read and write bitmaps through the tier's paths only (TR.SETBIT,
+    /// TR.GETBIT). A single-bit edit of such a `Txn` may then be taken by
+    /// the tier (`tr_setbit`).
+    pub fn begin_keep_dirty(&self, keys: &[(u16, &[u8])]) -> Txn {
+        let mut t = Txn::new(Arc::clone(&self.inner), self.inner.locks.lock_keys(keys));
+        t.keep_dirty = true;
+        t
     }
 
     /// Starts a transaction that excludes every other one (FLUSHDB,
-    /// FLUSHALL, SWAPDB-like operations).
+    /// FLUSHALL, SWAPDB-like operations). Every dirty key is absorbed.
     #[must_use]
     pub fn begin_exclusive(&self) -> Txn {
-        Txn::new(Arc::clone(&self.inner), self.inner.locks.lock_exclusive())
+        let mut t = Txn::new(Arc::clone(&self.inner), self.inner.locks.lock_exclusive());
+        for mk in self.inner.dirty.keys() {
+            t.bm_absorb(&mk);
+        }
+        t
     }
 
-    /// Syncs everything committed so far (SAVE, shutdown).
+    /// Syncs everything committed so far, and the operation log (SAVE,
+    /// shutdown).
     ///
     /// # Errors
     /// `Io` on failure.
     pub fn persist(&self) -> Result<()> {
-        self.inner.kv.persist()
+        self.inner.kv.persist()?;
+        if let Some(log) = self.inner.dirty.log.lock().as_mut() {
+            log.sync()?;
+        }
+        Ok(())
     }
 
     /// Flushes and fully compacts the store, dropping stale element entries.
@@ -523,11 +677,21 @@ fn spawn_persister(weak: Weak<Inner>) {
             match SyncMode::from_u8(inner.sync.load(Ordering::Relaxed)) {
                 SyncMode::EverySec => {
                     let _ = inner.kv.persist();
+                    if let Some(log) = inner.dirty.log.lock().as_mut() {
+                        let _ = log.sync();
+                    }
                 }
                 SyncMode::No => {
                     let _ = inner.kv.flush_buffers();
+                    if let Some(log) = inner.dirty.log.lock().as_mut() {
+                        let _ = log.flush();
+                    }
                 }
                 SyncMode::Always => {}
+            }
+            // The write-back tier: dirty keys go to the `Kv` once a second.
+            if !inner.dirty.is_empty() {
+                let _ = Store { inner }.checkpoint();
             }
         });
 }

@@ -57,6 +57,17 @@ pub struct Txn {
     /// spill, and their bytes (see [`SPILL_BYTES`]).
     fresh: Vec<Vec<u8>>,
     fresh_bytes: usize,
+    /// Begun by [`Store::begin_keep_dirty`]: dirty keys are not absorbed,
+    /// and a single-bit edit may go to the write-back tier.
+    pub(crate) keep_dirty: bool,
+    /// Dirty keys absorbed into this `Txn` (meta key, last log seq): their
+    /// dirty entries are dropped after the commit.
+    pub(crate) absorbed: Vec<(Vec<u8>, u64)>,
+    /// Meta-space entries outside any key's meta (the `wb` entries).
+    pub(crate) internal_puts: Vec<Vec<u8>>,
+    /// The write-back tier logged an edit of this `Txn`: the commit syncs
+    /// the log under `always`.
+    pub(crate) oplog_appended: bool,
 }
 
 /// Takes items from `it` until their `size` reaches `max_bytes` (the item
@@ -112,6 +123,10 @@ impl Txn {
             bm_written: BTreeMap::new(),
             fresh: Vec::new(),
             fresh_bytes: 0,
+            keep_dirty: false,
+            absorbed: Vec::new(),
+            internal_puts: Vec::new(),
+            oplog_appended: false,
         }
     }
 
@@ -189,6 +204,11 @@ impl Txn {
     /// # Errors
     /// `Io` when the write fails; nothing is applied then.
     pub fn commit(mut self) -> Result<Vec<(u16, Vec<u8>)>> {
+        if self.oplog_appended && Store::durability(&self.inner) == crate::kv::Durability::Sync {
+            if let Some(log) = self.inner.dirty.log.lock().as_mut() {
+                log.sync()?;
+            }
+        }
         if self.is_read_only() {
             // A read (TR.GETBIT, GET, ...): nothing to write, sync, cache
             // or count.
@@ -243,6 +263,9 @@ impl Txn {
         for k in std::mem::take(&mut self.stale_expiry) {
             batch.delete(Space::Expiry, k);
         }
+        for k in std::mem::take(&mut self.internal_puts) {
+            batch.put(Space::Meta, k, Vec::new());
+        }
         // tr-cache hook: new bytes for cached containers, applied after the write.
         let cc = self
             .inner
@@ -283,6 +306,9 @@ impl Txn {
             *counts = next;
         }
         cc.apply(&self.inner.ccache); // tr-cache hook
+        for (mk, seq) in std::mem::take(&mut self.absorbed) {
+            self.inner.dirty.remove_if(&mk, seq);
+        }
         if min_added_expiry != u64::MAX {
             self.inner.note_expiry_added(min_added_expiry);
         }
@@ -299,8 +325,20 @@ impl Txn {
 
     /// True when this `Txn` wrote nothing and expired nothing, so that its
     /// commit has no effect.
+    /// True when this `Txn` has nothing to write (keys it only touched,
+    /// as the write-back tier's edits do, allowed).
+    pub(crate) fn writes_nothing(&self) -> bool {
+        self.meta.is_empty()
+            && self.internal_puts.is_empty()
+            && self.data.is_empty()
+            && self.stale_expiry.is_empty()
+            && self.expired == 0
+            && self.cc_pending.is_empty()
+    }
+
     fn is_read_only(&self) -> bool {
         self.meta.is_empty()
+            && self.internal_puts.is_empty()
             && self.data.is_empty()
             && self.stale_expiry.is_empty()
             && self.touched.is_empty()
@@ -338,6 +376,10 @@ impl Txn {
         if let Some(e) = self.meta.get(mk) {
             return Ok(e.new.clone());
         }
+        // The write-back tier's state is newer than the cache and the `Kv`.
+        if let Some(m) = self.inner.dirty.meta(mk) {
+            return Ok(Some(m));
+        }
         let stripe = keys::split_meta_key(mk)
             .ok()
             .map(|(db, key)| stripe_of(db, key));
@@ -362,6 +404,14 @@ impl Txn {
             }
         };
         Ok(m)
+    }
+
+    /// Puts the absorbed meta of a dirty bitmap key into the overlay (its
+    /// stored state has no expiry: the tier takes no key with one).
+    pub(crate) fn absorb_meta(&mut self, mk: &[u8], m: KeyMeta) {
+        let orig = Some(m.expire_at_ms);
+        self.meta
+            .insert(mk.to_vec(), MetaEntry { new: Some(m), orig });
     }
 
     /// Sets the overlay entry of `mk` to `new`. A key entering the overlay
@@ -432,6 +482,9 @@ impl Txn {
         if !self.holds_lock(db, key) {
             self.extra_locks
                 .push(self.inner.locks.lock_stripes_only(&[(db, key)]));
+            if !self.inner.dirty.is_empty() {
+                self.bm_absorb(&keys::KeyBuf::meta(db, key));
+            }
         }
     }
 

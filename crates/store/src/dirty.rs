@@ -1,0 +1,455 @@
+//! The bitmap write-back tier's dirty state (`docs/handoff/write-back-tier.md`):
+//! single-bit edits acknowledged from memory and the operation log
+//! ([`crate::oplog`]) before their containers reach the `Kv`.
+//!
+//! A dirty key holds its live meta (summary included) and the edited
+//! containers, each with the number of delta entries still stored beside
+//! it in the `Kv` (deleted when the key is absorbed). Readers consult it
+//! before the meta cache and the container cache (`Txn::load_meta`,
+//! `Txn::bm_get`). Every other path sees a clean key: a `Txn` that is not
+//! begun with `keep_dirty` absorbs the dirty state of each key it locks
+//! into its own overlay first, and the entry is dropped once that `Txn`
+//! commits ([`Dirty::remove_if`]).
+//!
+//! Only a `Txn` holding a key's stripe lock reads or changes its entry, so
+//! the shard mutexes only guard the maps themselves.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+
+use crate::meta::KeyMeta;
+use crate::oplog::OpLog;
+
+/// Number of shards of the map.
+const SHARDS: usize = 16;
+
+/// Default byte budget of dirty containers (past it the fast path refuses).
+pub const DEFAULT_BUDGET: u64 = 64 << 20;
+
+/// A dirty container: padded bytes (`container_cache::padded`, deltas
+/// applied) and the delta entries still stored for it.
+#[derive(Clone)]
+pub struct DirtyBlock {
+    /// The container as it is now.
+    pub bytes: Arc<[u8]>,
+    /// Delta entries of this block in the `Kv` (their edits are in `bytes`).
+    pub stored_deltas: u16,
+}
+
+/// A dirty key. See the module docs.
+#[derive(Clone)]
+pub struct DirtyKey {
+    /// Its live meta; `version` is the key version every record of it has.
+    pub meta: KeyMeta,
+    /// Edited containers by block.
+    pub blocks: FxHashMap<u16, DirtyBlock>,
+    /// Log sequence numbers of its first and last unabsorbed edits.
+    pub first_seq: u64,
+    /// See `first_seq`.
+    pub last_seq: u64,
+}
+
+impl DirtyKey {
+    fn bytes(&self) -> u64 {
+        self.blocks.values().map(|b| b.bytes.len() as u64).sum()
+    }
+}
+
+/// Dirty keys by meta key (`keys::meta_key`).
+type Map = FxHashMap<Vec<u8>, DirtyKey>;
+
+/// The dirty keys and the operation log. See the module docs.
+pub struct Dirty {
+    shards: Box<[Mutex<Map>]>,
+    /// Number of dirty keys: readers skip the map when it is 0.
+    count: AtomicUsize,
+    /// Bytes of dirty containers.
+    bytes: AtomicU64,
+    budget: AtomicU64,
+    /// The log; `None` for a store without a directory (the tier is off).
+    pub(crate) log: Mutex<Option<OpLog>>,
+}
+
+fn shard_of(mk: &[u8]) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    mk.hash(&mut h);
+    (h.finish() >> 32) as usize % SHARDS
+}
+
+impl Dirty {
+    /// An empty map; the tier is on when `log` is given.
+    #[must_use]
+    pub fn new(log: Option<OpLog>) -> Self {
+        Dirty {
+            shards: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(),
+            count: AtomicUsize::new(0),
+            bytes: AtomicU64::new(0),
+            budget: AtomicU64::new(DEFAULT_BUDGET),
+            log: Mutex::new(log),
+        }
+    }
+
+    /// True when nothing is dirty (one atomic load).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.count.load(Ordering::Acquire) == 0
+    }
+
+    /// Number of dirty keys.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// Bytes of dirty containers.
+    #[must_use]
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// True when another `extra` bytes of dirty containers fit the budget.
+    #[must_use]
+    pub fn has_room(&self, extra: u64) -> bool {
+        self.bytes() + extra <= self.budget.load(Ordering::Relaxed)
+    }
+
+    /// Sets the byte budget (0 turns the fast path off).
+    pub fn set_budget(&self, bytes: u64) {
+        self.budget.store(bytes, Ordering::Relaxed);
+    }
+
+    /// True when the tier is on (the store has a log).
+    #[must_use]
+    pub fn enabled(&self) -> bool {
+        self.budget.load(Ordering::Relaxed) > 0 && self.log.lock().is_some()
+    }
+
+    /// The live meta of dirty key `mk` (its meta key).
+    #[must_use]
+    pub fn meta(&self, mk: &[u8]) -> Option<KeyMeta> {
+        if self.is_empty() {
+            return None;
+        }
+        let s = self.shards[shard_of(mk)].lock();
+        s.get(mk).map(|d| d.meta.clone())
+    }
+
+    /// Dirty container `hi` of key `mk` at version `version`.
+    #[must_use]
+    pub fn block(&self, mk: &[u8], version: u64, hi: u16) -> Option<DirtyBlock> {
+        if self.is_empty() {
+            return None;
+        }
+        let s = self.shards[shard_of(mk)].lock();
+        s.get(mk)
+            .filter(|d| d.meta.version == version)
+            .and_then(|d| d.blocks.get(&hi).cloned())
+    }
+
+    /// A copy of dirty key `mk`'s state.
+    #[must_use]
+    pub fn get(&self, mk: &[u8]) -> Option<DirtyKey> {
+        if self.is_empty() {
+            return None;
+        }
+        self.shards[shard_of(mk)].lock().get(mk).cloned()
+    }
+
+    /// Records an edit (log sequence number `seq`) that leaves key `mk`
+    /// with `meta` and block `hi` with `block`.
+    pub fn record(&self, mk: &[u8], meta: KeyMeta, hi: u16, block: DirtyBlock, seq: u64) {
+        let mut s = self.shards[shard_of(mk)].lock();
+        let add = block.bytes.len() as u64;
+        match s.get_mut(mk) {
+            Some(d) => {
+                d.meta = meta;
+                d.last_seq = seq;
+                if let Some(old) = d.blocks.insert(hi, block) {
+                    self.bytes
+                        .fetch_sub(old.bytes.len() as u64, Ordering::Relaxed);
+                }
+            }
+            None => {
+                let mut blocks = FxHashMap::default();
+                blocks.insert(hi, block);
+                s.insert(
+                    mk.to_vec(),
+                    DirtyKey {
+                        meta,
+                        blocks,
+                        first_seq: seq,
+                        last_seq: seq,
+                    },
+                );
+                self.count.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+        self.bytes.fetch_add(add, Ordering::Relaxed);
+    }
+
+    /// Drops key `mk`'s entry if its last edit is still `last_seq` (it
+    /// was absorbed by a commit that covered every edit).
+    pub fn remove_if(&self, mk: &[u8], last_seq: u64) {
+        let mut s = self.shards[shard_of(mk)].lock();
+        if s.get(mk).is_some_and(|d| d.last_seq == last_seq) {
+            let d = s.remove(mk).expect("checked above");
+            self.bytes.fetch_sub(d.bytes(), Ordering::Relaxed);
+            self.count.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The meta keys of every dirty key.
+    #[must_use]
+    pub fn keys(&self) -> Vec<Vec<u8>> {
+        if self.is_empty() {
+            return Vec::new();
+        }
+        self.shards
+            .iter()
+            .flat_map(|s| s.lock().keys().cloned().collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// The smallest `first_seq` of the dirty keys, if any.
+    #[must_use]
+    pub fn min_first_seq(&self) -> Option<u64> {
+        self.shards
+            .iter()
+            .filter_map(|s| s.lock().values().map(|d| d.first_seq).min())
+            .min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::{Store, StoreConfig};
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::path::Path;
+
+    fn open(dir: &Path) -> Store {
+        // A dropped store's persister may still hold it for a moment.
+        for _ in 0..200 {
+            if let Ok(s) = Store::open(StoreConfig {
+                dir: Some(dir.to_path_buf()),
+                ..StoreConfig::default()
+            }) {
+                return s;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("store did not reopen");
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// TR.SETBIT through a `keep_dirty` transaction (the tier's path).
+        Fast(usize, u32, bool),
+        /// A pipeline group of TR.SETBITs.
+        FastGroup(usize, Vec<(u32, bool)>),
+        /// TR.SETBIT clearing the key's minimum (false) or maximum (true).
+        FastExtreme(usize, bool),
+        /// TR.GETBIT through a `keep_dirty` transaction.
+        Get(usize, u32),
+        /// TR.SETBITS / TR.CLEARBITS through an ordinary one (absorbs).
+        Bits(usize, Vec<u32>, bool),
+        /// TR.RANGE over the whole key (a read that absorbs).
+        Range(usize),
+        Del(usize),
+        Checkpoint,
+        /// Drop the store without a checkpoint and reopen it.
+        Crash,
+    }
+
+    const KEYS: [&[u8]; 2] = [b"a", b"b"];
+
+    fn off() -> impl proptest::strategy::Strategy<Value = u32> {
+        use proptest::prelude::*;
+        (0u32..2, 0u32..3000).prop_map(|(b, lo)| (b << 16) | (lo * 3))
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            12 => (0usize..2, off(), any::<bool>()).prop_map(|(k, o, v)| Step::Fast(k, o, v)),
+            2 => (0usize..2, proptest::collection::vec((off(), any::<bool>()), 1..30))
+                .prop_map(|(k, v)| Step::FastGroup(k, v)),
+            1 => (0usize..2, any::<bool>()).prop_map(|(k, m)| Step::FastExtreme(k, m)),
+            4 => (0usize..2, off()).prop_map(|(k, o)| Step::Get(k, o)),
+            2 => (0usize..2, proptest::collection::vec(off(), 1..10), any::<bool>())
+                .prop_map(|(k, v, s)| Step::Bits(k, v, s)),
+            1 => (0usize..2).prop_map(Step::Range),
+            1 => (0usize..2).prop_map(Step::Del),
+            1 => Just(Step::Checkpoint),
+            1 => Just(Step::Crash),
+        ]
+    }
+
+    fn check_all(st: &Store, model: &BTreeMap<usize, BTreeSet<u32>>) {
+        for (k, key) in KEYS.iter().enumerate() {
+            let mut t = st.begin(&[(0, key)]);
+            let got = t.tr_range(0, key, 0, u32::MAX, usize::MAX - 1).unwrap();
+            let s = t.tr_summary(0, key).unwrap();
+            t.commit().unwrap();
+            match model.get(&k) {
+                Some(m) => {
+                    assert_eq!(
+                        got.unwrap(),
+                        m.iter().copied().collect::<Vec<_>>(),
+                        "key {k}"
+                    );
+                    let s = s.unwrap();
+                    assert_eq!(s.card, m.len() as u64);
+                    assert_eq!(s.sum, m.iter().map(|&v| u64::from(v)).sum::<u64>());
+                    if let (Some(a), Some(b)) = (m.first(), m.last()) {
+                        assert_eq!((s.min, s.max), (*a, *b));
+                    }
+                }
+                None => assert!(got.is_none(), "key {k} should be missing"),
+            }
+        }
+    }
+
+    /// One edit taken by the tier: dirty, readable, written back by an
+    /// ordinary command that reads the key, and recovered from the log
+    /// after a crash when no command wrote it back.
+    #[test]
+    fn an_edit_stays_dirty_until_absorbed_and_survives_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        let base: Vec<u32> = (0..1000u32).map(|i| i * 6).collect();
+        let mut t = st.begin(&[(0, b"k")]);
+        t.tr_setbits(0, b"k", &base).unwrap();
+        t.commit().unwrap();
+        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+        assert!(!t.tr_setbit(0, b"k", 1, true).unwrap());
+        assert!(t.tr_setbit(0, b"k", 6, false).unwrap());
+        t.commit().unwrap();
+        assert_eq!(st.inner.dirty.len(), 1);
+        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+        assert!(t.tr_getbit(0, b"k", 1).unwrap());
+        assert!(!t.tr_getbit(0, b"k", 6).unwrap());
+        assert_eq!(t.tr_summary(0, b"k").unwrap().unwrap().card, 1000);
+        t.commit().unwrap();
+        assert_eq!(st.inner.dirty.len(), 1);
+        // A crash: the log is replayed.
+        drop(st);
+        let st = open(dir.path());
+        assert!(st.inner.dirty.is_empty());
+        let mut t = st.begin(&[(0, b"k")]);
+        let got = t.tr_range(0, b"k", 0, 12, 100).unwrap().unwrap();
+        assert_eq!(got, vec![0, 1, 12]);
+        t.commit().unwrap();
+        // An ordinary read absorbs: the key is clean after its commit.
+        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+        assert!(t.tr_setbit(0, b"k", 7, true).is_ok());
+        t.commit().unwrap();
+        assert_eq!(st.inner.dirty.len(), 1);
+        let mut t = st.begin(&[(0, b"k")]);
+        assert_eq!(
+            t.tr_range(0, b"k", 0, 12, 100).unwrap().unwrap(),
+            vec![0, 1, 7, 12]
+        );
+        t.commit().unwrap();
+        assert!(st.inner.dirty.is_empty());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// The write-back tier against a model: single-bit edits taken by
+        /// the tier, mixed with ordinary commands that absorb dirty keys,
+        /// checkpoints, and crashes (the store dropped with dirty keys,
+        /// then reopened: the operation log is replayed). Every reply,
+        /// and every key after each crash and at the end, must match.
+        #[test]
+        fn tier_matches_a_model_across_crashes(steps in proptest::collection::vec(step(), 1..120)) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut st = open(dir.path());
+            let mut model: BTreeMap<usize, BTreeSet<u32>> = BTreeMap::new();
+            let base: Vec<u32> = (0..2u32).flat_map(|b| (0..1000u32).map(move |i| (b << 16) | (i * 6))).collect();
+            for (k, key) in KEYS.iter().enumerate() {
+                let mut t = st.begin(&[(0, key)]);
+                t.tr_setbits(0, key, &base).unwrap();
+                t.commit().unwrap();
+                model.insert(k, base.iter().copied().collect());
+            }
+            for step in steps {
+                match step {
+                    Step::Fast(k, o, v) => {
+                        let mut t = st.begin_keep_dirty(&[(0, KEYS[k])]);
+                        let prev = t.tr_setbit(0, KEYS[k], o, v).unwrap();
+                        t.commit().unwrap();
+                        let m = model.entry(k).or_default();
+                        proptest::prop_assert_eq!(prev, m.contains(&o));
+                        if v { m.insert(o); } else { m.remove(&o); }
+                    }
+                    Step::FastGroup(k, edits) => {
+                        let mut t = st.begin_keep_dirty(&[(0, KEYS[k])]);
+                        let m = model.entry(k).or_default();
+                        for (o, v) in edits {
+                            let prev = t.tr_setbit(0, KEYS[k], o, v).unwrap();
+                            proptest::prop_assert_eq!(prev, m.contains(&o));
+                            if v { m.insert(o); } else { m.remove(&o); }
+                        }
+                        t.commit().unwrap();
+                    }
+                    Step::FastExtreme(k, max) => {
+                        let m = model.entry(k).or_default();
+                        let Some(&o) = (if max { m.last() } else { m.first() }) else {
+                            continue;
+                        };
+                        let mut t = st.begin_keep_dirty(&[(0, KEYS[k])]);
+                        proptest::prop_assert!(t.tr_setbit(0, KEYS[k], o, false).unwrap());
+                        t.commit().unwrap();
+                        m.remove(&o);
+                    }
+                    Step::Get(k, o) => {
+                        let mut t = st.begin_keep_dirty(&[(0, KEYS[k])]);
+                        let got = t.tr_getbit(0, KEYS[k], o).unwrap();
+                        t.commit().unwrap();
+                        proptest::prop_assert_eq!(got, model.get(&k).is_some_and(|m| m.contains(&o)));
+                    }
+                    Step::Bits(k, offs, set) => {
+                        let mut t = st.begin(&[(0, KEYS[k])]);
+                        if set {
+                            t.tr_setbits(0, KEYS[k], &offs).unwrap();
+                            model.entry(k).or_default().extend(offs);
+                        } else {
+                            t.tr_clearbits(0, KEYS[k], &offs).unwrap();
+                            if let Some(m) = model.get_mut(&k) {
+                                for o in offs { m.remove(&o); }
+                            }
+                        }
+                        t.commit().unwrap();
+                    }
+                    Step::Range(k) => {
+                        let mut t = st.begin(&[(0, KEYS[k])]);
+                        let got = t.tr_range(0, KEYS[k], 0, u32::MAX, usize::MAX - 1).unwrap();
+                        t.commit().unwrap();
+                        proptest::prop_assert_eq!(got, model.get(&k).map(|m| m.iter().copied().collect::<Vec<_>>()));
+                    }
+                    Step::Del(k) => {
+                        let mut t = st.begin(&[(0, KEYS[k])]);
+                        t.del(0, KEYS[k]).unwrap();
+                        t.commit().unwrap();
+                        model.remove(&k);
+                    }
+                    Step::Checkpoint => st.checkpoint().unwrap(),
+                    Step::Crash => {
+                        drop(st);
+                        st = open(dir.path());
+                        check_all(&st, &model);
+                    }
+                }
+            }
+            check_all(&st, &model);
+            drop(st);
+            let st = open(dir.path());
+            check_all(&st, &model);
+            proptest::prop_assert!(st.inner.dirty.is_empty());
+        }
+    }
+}
