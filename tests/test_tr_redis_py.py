@@ -143,6 +143,62 @@ def test_pipelined_single_bit_writes_match_a_model(roaringd_server, proto):
 
 
 @pytest.mark.parametrize("proto", PROTOS)
+def test_single_bit_writes_kept_dirty_survive_kill_and_shutdown(roaringd_server, proto):
+    """The write-back tier: TR.SETBITs on existing blocks are acknowledged
+    from memory and the operation log. kill -9 under `appendfsync always`
+    with nothing written back must keep every acknowledged edit (the log is
+    replayed), also when an ordinary command wrote the key back in between
+    and changed the same bits (a replay must not undo it); a SHUTDOWN
+    under `everysec` writes everything back."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    r = srv.redis_py(protocol=proto)
+    rnd = random.Random(40 + proto)
+    span = 3 * 65536
+    models = {k: set(rnd.sample(range(span), 4000)) for k in ("d1", "d2")}
+    for k, m in models.items():
+        r.execute_command("TR.SETBITS", k, *sorted(m))
+
+    def edits(n):
+        for _ in range(n):
+            k = rnd.choice(["d1", "d2"])
+            v = rnd.randrange(span)
+            on = rnd.random() < 0.5
+            assert r.execute_command("TR.SETBIT", k, v, int(on)) == int(v in models[k])
+            assert r.execute_command("TR.GETBIT", k, v) == int(on)
+            (models[k].add if on else models[k].discard)(v)
+
+    edits(400)
+    r.close()
+    srv.kill()
+    srv.start()
+    r = srv.redis_py(protocol=proto)
+    for k, m in models.items():
+        check(r, k, m)
+    # Edits, then an ordinary write of the same bits (it writes the key
+    # back first), then more edits, then kill -9.
+    edits(200)
+    some = sorted(models["d1"])[::7]
+    assert r.execute_command("TR.CLEARBITS", "d1", *some) == len(some)
+    models["d1"].difference_update(some)
+    edits(200)
+    r.close()
+    srv.kill()
+    srv.start()
+    r = srv.redis_py(protocol=proto)
+    for k, m in models.items():
+        check(r, k, m)
+    r.execute_command("CONFIG", "SET", "appendfsync", "everysec")
+    edits(300)
+    r.close()
+    srv.terminate()
+    srv.start()
+    r = srv.redis_py(protocol=proto)
+    for k, m in models.items():
+        check(r, k, m)
+    r.close()
+
+
+@pytest.mark.parametrize("proto", PROTOS)
 def test_bitop_overwrites_of_one_destination_match_a_model(roaringd_server, proto):
     """TR.BITOP into one destination again and again (kept under its version
     and written where it changed, when the result is not much smaller),

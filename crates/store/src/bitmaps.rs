@@ -699,15 +699,6 @@ impl Txn {
         } else {
             s.sum -= u64::from(off);
         }
-        let seq = {
-            let mut log = dirty.log.lock();
-            let Some(log) = log.as_mut() else {
-                return Ok(None);
-            };
-            log.append(db, m.version, key, off, value)?
-        };
-        // Synced by the commit under `always`, off the I/O threads.
-        self.oplog_appended = true;
         let block = crate::dirty::DirtyBlock {
             bytes: padded(new.as_bytes(), n),
             stored_deltas: n,
@@ -716,7 +707,18 @@ impl Txn {
             summary: Summary::Bitmap(s),
             ..m
         };
-        dirty.record(&keys::KeyBuf::meta(db, key), meta, hi, block, seq);
+        {
+            // Recorded under the log's lock: a checkpoint, which releases
+            // log segments under it, sees the key dirty with this record.
+            let mut log = dirty.log.lock();
+            let Some(log) = log.as_mut() else {
+                return Ok(None);
+            };
+            let seq = log.append(db, m.version, key, off, value)?;
+            dirty.record(&keys::KeyBuf::meta(db, key), meta, hi, block, seq);
+        }
+        // Synced by the commit under `always`, off the I/O threads.
+        self.oplog_appended = true;
         // Watchers of the key see the write.
         self.touch(db, key);
         Ok(Some(prev))

@@ -63,6 +63,8 @@ pub struct OpLog {
     segments: Vec<u64>,
     /// Sequence number of the next append.
     next: u64,
+    /// Encoding buffer of `append`.
+    scratch: Vec<u8>,
 }
 
 fn io(what: &str, e: std::io::Error) -> StoreError {
@@ -77,18 +79,23 @@ fn check_of(payload: &[u8]) -> u32 {
     xxhash_rust::xxh3::xxh3_64(payload) as u32
 }
 
-fn encode(op: &Op, out: &mut Vec<u8>) {
-    let len = FIXED + op.key.len();
+fn encode_parts(
+    seq: u64,
+    (db, version, key): (u16, u64, &[u8]),
+    (offset, set): (u32, bool),
+    out: &mut Vec<u8>,
+) {
+    let len = FIXED + key.len();
     out.reserve(8 + len);
     let start = out.len();
     out.extend_from_slice(&(len as u32).to_le_bytes());
     out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(&op.seq.to_le_bytes());
-    out.extend_from_slice(&op.db.to_le_bytes());
-    out.extend_from_slice(&op.version.to_le_bytes());
-    out.push(u8::from(op.set));
-    out.extend_from_slice(&op.offset.to_le_bytes());
-    out.extend_from_slice(&op.key);
+    out.extend_from_slice(&seq.to_le_bytes());
+    out.extend_from_slice(&db.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
+    out.push(u8::from(set));
+    out.extend_from_slice(&offset.to_le_bytes());
+    out.extend_from_slice(key);
     let check = check_of(&out[start + 8..]);
     out[start + 4..start + 8].copy_from_slice(&check.to_le_bytes());
 }
@@ -211,6 +218,7 @@ impl OpLog {
             out: BufWriter::with_capacity(BUFFER, file),
             segments,
             next,
+            scratch: Vec::new(),
         };
         Ok((log, ops))
     }
@@ -243,19 +251,14 @@ impl OpLog {
         if key.len() > MAX_KEY {
             return Err(StoreError::corrupt("operation log: key too long"));
         }
-        let op = Op {
-            seq: self.next,
-            db,
-            version,
-            key: key.to_vec(),
-            offset,
-            set,
-        };
-        let mut rec = Vec::new();
-        encode(&op, &mut rec);
-        self.out.write_all(&rec).map_err(|e| io("write", e))?;
+        let seq = self.next;
+        self.scratch.clear();
+        encode_parts(seq, (db, version, key), (offset, set), &mut self.scratch);
+        self.out
+            .write_all(&self.scratch)
+            .map_err(|e| io("write", e))?;
         self.next += 1;
-        Ok(op.seq)
+        Ok(seq)
     }
 
     /// Hands every buffered record to the OS (survives a process crash).
@@ -314,6 +317,15 @@ impl OpLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn encode(op: &Op, out: &mut Vec<u8>) {
+        encode_parts(
+            op.seq,
+            (op.db, op.version, &op.key),
+            (op.offset, op.set),
+            out,
+        );
+    }
 
     fn op(seq: u64, i: u32) -> Op {
         Op {

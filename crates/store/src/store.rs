@@ -413,16 +413,27 @@ impl Store {
             let (db, key) = keys::split_meta_key(&mk)?;
             self.begin(&[(db, key)]).commit()?;
         }
-        let mut guard = self.inner.dirty.log.lock();
-        let Some(log) = guard.as_mut() else {
-            return Ok(());
+        // What must stay: the records of the keys dirty now, and later
+        // ones. Taken before the persist below, so that every absorb that
+        // made a key clean before this point is durable when its records
+        // go.
+        let keep_from = {
+            let guard = self.inner.dirty.log.lock();
+            let Some(log) = guard.as_ref() else {
+                return Ok(());
+            };
+            self.inner.dirty.min_first_seq().unwrap_or(log.next_seq())
         };
         self.inner.kv.persist()?;
-        log.rotate()?;
-        let keep_from = self.inner.dirty.min_first_seq().unwrap_or(log.next_seq());
-        log.release_below(keep_from)?;
-        let first = log.segments()[0];
-        drop(guard);
+        let first = {
+            let mut guard = self.inner.dirty.log.lock();
+            let Some(log) = guard.as_mut() else {
+                return Ok(());
+            };
+            log.rotate()?;
+            log.release_below(keep_from)?;
+            log.segments()[0]
+        };
         // `wb` entries below the log's first record filter nothing.
         let prefix = wb_prefix();
         let mut batch = WriteBatch::new();
