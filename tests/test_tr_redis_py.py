@@ -195,6 +195,20 @@ def test_single_bit_writes_kept_dirty_survive_kill_and_shutdown(roaringd_server,
     r = srv.redis_py(protocol=proto)
     for k, m in models.items():
         check(r, k, m)
+    # The tier off: every edit goes to the LSM store.
+    r.execute_command("CONFIG", "SET", "appendfsync", "always")
+    r.execute_command("CONFIG", "SET", "write-back-bytes", "0")
+    assert r.execute_command("CONFIG", "GET", "write-back-bytes") in (
+        [b"write-back-bytes", b"0"], {b"write-back-bytes": b"0"})
+    edits(200)
+    # Nothing was dirty after the restart, and the tier took no edit since.
+    assert r.info("stats")["write_back_dirty_keys"] == 0
+    r.close()
+    srv.kill()
+    srv.start()
+    r = srv.redis_py(protocol=proto)
+    for k, m in models.items():
+        check(r, k, m)
     r.close()
 
 

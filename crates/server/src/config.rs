@@ -99,6 +99,10 @@ pub struct Config {
     /// containers in front of the store (64 MiB; 0 = off; CONFIG SET
     /// applies it at once, shrinking evicts).
     pub container_cache_bytes: u64,
+    /// `write-back-bytes`: the budget of bitmap containers that TR.SETBIT
+    /// may keep dirty in memory (the write-back tier, 64 MiB; 0 = every
+    /// edit is written to the LSM store; CONFIG SET applies it at once).
+    pub write_back_bytes: u64,
     /// `daemonize` (accepted for compatibility; always no).
     pub daemonize: bool,
     /// `appendonly` (accepted for compatibility; the store always logs).
@@ -152,6 +156,7 @@ impl Default for Config {
             maxmemory: 0,
             cache_bytes: 64 * 1024 * 1024,
             container_cache_bytes: roaringd_store::container_cache::DEFAULT_BYTES,
+            write_back_bytes: roaringd_store::dirty::DEFAULT_BUDGET,
             tr_max_reply_bytes: 512 * 1024 * 1024,
             daemonize: false,
             appendonly: true,
@@ -185,6 +190,7 @@ pub const NAMES: &[&str] = &[
     "maxmemory",
     "cache-bytes",
     "container-cache-bytes",
+    "write-back-bytes",
     "daemonize",
     "appendonly",
     "save",
@@ -344,6 +350,7 @@ impl Config {
             "maxmemory" => self.maxmemory = memory(one()?)?,
             "cache-bytes" => self.cache_bytes = memory(one()?)?,
             "container-cache-bytes" => self.container_cache_bytes = memory(one()?)?,
+            "write-back-bytes" => self.write_back_bytes = memory(one()?)?,
             "daemonize" => self.daemonize = yes_no(one()?)?,
             "appendonly" => self.appendonly = yes_no(one()?)?,
             "protected-mode" => self.protected_mode = yes_no(one()?)?,
@@ -400,6 +407,7 @@ impl Config {
             "maxmemory" => self.maxmemory.to_string(),
             "cache-bytes" => self.cache_bytes.to_string(),
             "container-cache-bytes" => self.container_cache_bytes.to_string(),
+            "write-back-bytes" => self.write_back_bytes.to_string(),
             "daemonize" => if self.daemonize { "yes" } else { "no" }.into(),
             "appendonly" => if self.appendonly { "yes" } else { "no" }.into(),
             "protected-mode" => if self.protected_mode { "yes" } else { "no" }.into(),

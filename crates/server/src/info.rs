@@ -173,6 +173,11 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
                 "container_cache_bytes:{}\r\ncontainer_cache_capacity:{}\r\ncontainer_cache_entries:{}\r\ncontainer_cache_hits:{}\r\ncontainer_cache_misses:{}\r\ncontainer_cache_evictions:{}\r\n",
                 cc.bytes, cc.capacity, cc.entries, cc.hits, cc.misses, cc.evictions
             );
+            let (keys, bytes) = server.store.write_back_stats();
+            let _ = write!(
+                o,
+                "write_back_dirty_keys:{keys}\r\nwrite_back_dirty_bytes:{bytes}\r\n"
+            );
         }
         "replication" => {
             let _ = write!(

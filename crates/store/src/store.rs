@@ -474,6 +474,19 @@ impl Store {
         self.inner.ccache.set_capacity(bytes);
     }
 
+    /// Sets the write-back tier's budget of dirty container bytes (0: no
+    /// new edit is taken; dirty keys are written back by the next
+    /// checkpoint). See `dirty.rs`.
+    pub fn set_write_back_bytes(&self, bytes: u64) {
+        self.inner.dirty.set_budget(bytes);
+    }
+
+    /// The write-back tier's dirty keys and container bytes now.
+    #[must_use]
+    pub fn write_back_stats(&self) -> (usize, u64) {
+        (self.inner.dirty.len(), self.inner.dirty.bytes())
+    }
+
     /// tr-cache hook: the container cache's counters.
     #[must_use]
     pub fn container_cache_stats(&self) -> crate::container_cache::CacheStats {

@@ -353,6 +353,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
             .store
             .set_container_cache_bytes(cfg.container_cache_bytes);
     }
+    server.store.set_write_back_bytes(cfg.write_back_bytes);
     crate::log::set_level(cfg.loglevel);
     server.hot.load(&cfg);
     server.slowlog.trim(cfg.slowlog_max_len as usize);
