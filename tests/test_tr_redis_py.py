@@ -167,13 +167,18 @@ def test_single_bit_writes_kept_dirty_survive_kill_and_shutdown(roaringd_server,
             assert r.execute_command("TR.GETBIT", k, v) == int(on)
             (models[k].add if on else models[k].discard)(v)
 
+    def restart(r, stop):
+        """Stops the server (`stop`), starts it, checks every key."""
+        r.close()
+        stop()
+        srv.start()
+        r = srv.redis_py(protocol=proto)
+        for k, m in models.items():
+            check(r, k, m)
+        return r
+
     edits(400)
-    r.close()
-    srv.kill()
-    srv.start()
-    r = srv.redis_py(protocol=proto)
-    for k, m in models.items():
-        check(r, k, m)
+    r = restart(r, srv.kill)
     # Edits, then an ordinary write of the same bits (it writes the key
     # back first), then more edits, then kill -9.
     edits(200)
@@ -181,20 +186,10 @@ def test_single_bit_writes_kept_dirty_survive_kill_and_shutdown(roaringd_server,
     assert r.execute_command("TR.CLEARBITS", "d1", *some) == len(some)
     models["d1"].difference_update(some)
     edits(200)
-    r.close()
-    srv.kill()
-    srv.start()
-    r = srv.redis_py(protocol=proto)
-    for k, m in models.items():
-        check(r, k, m)
+    r = restart(r, srv.kill)
     r.execute_command("CONFIG", "SET", "appendfsync", "everysec")
     edits(300)
-    r.close()
-    srv.terminate()
-    srv.start()
-    r = srv.redis_py(protocol=proto)
-    for k, m in models.items():
-        check(r, k, m)
+    r = restart(r, srv.terminate)
     # The tier off: every edit goes to the LSM store.
     r.execute_command("CONFIG", "SET", "appendfsync", "always")
     r.execute_command("CONFIG", "SET", "write-back-bytes", "0")
@@ -203,13 +198,7 @@ def test_single_bit_writes_kept_dirty_survive_kill_and_shutdown(roaringd_server,
     edits(200)
     # Nothing was dirty after the restart, and the tier took no edit since.
     assert r.info("stats")["write_back_dirty_keys"] == 0
-    r.close()
-    srv.kill()
-    srv.start()
-    r = srv.redis_py(protocol=proto)
-    for k, m in models.items():
-        check(r, k, m)
-    r.close()
+    restart(r, srv.kill).close()
 
 
 @pytest.mark.parametrize("proto", PROTOS)

@@ -373,13 +373,19 @@ mod tests {
         assert_eq!(got.last(), Some(&op(301, 9)));
     }
 
+    /// A new log in `dir` holding records 1..=n.
+    fn log_of(dir: &Path, n: u64) -> OpLog {
+        let (mut log, _) = OpLog::open(dir).unwrap();
+        for s in 1..=n {
+            append(&mut log, &op(s, s as u32));
+        }
+        log
+    }
+
     #[test]
     fn a_torn_tail_is_cut_and_appends_continue() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut log, _) = OpLog::open(dir.path()).unwrap();
-        for s in 1..=20 {
-            append(&mut log, &op(s, s as u32));
-        }
+        let mut log = log_of(dir.path(), 20);
         log.sync().unwrap();
         drop(log);
         let path = dir.path().join(segment_name(1));
@@ -404,10 +410,7 @@ mod tests {
     #[test]
     fn damage_before_the_last_segment_is_corrupt() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut log, _) = OpLog::open(dir.path()).unwrap();
-        for s in 1..=10 {
-            append(&mut log, &op(s, s as u32));
-        }
+        let mut log = log_of(dir.path(), 10);
         log.rotate().unwrap();
         append(&mut log, &op(11, 11));
         log.sync().unwrap();
