@@ -2,6 +2,11 @@
 //! single-bit edits acknowledged from memory and the operation log
 //! ([`crate::oplog`]) before their containers reach the `Kv`.
 //!
+//! A deviation from DESIGN.md's "every write command is one atomic write
+//! batch": such an edit is one atomic log record, and reaches the `Kv` in
+//! a later batch. Without it TR.SETBIT stays near 0.45× Redis's SETBIT
+//! (docs/benchmarks.md, Sessions 7 and 8; docs/architecture.md).
+//!
 //! A dirty key holds its live meta (summary included) and the edited
 //! containers, each with the number of delta entries still stored beside
 //! it in the `Kv` (deleted when the key is absorbed). Readers consult it
