@@ -730,12 +730,12 @@ impl Txn {
     /// of its last log record; the dirty entry is dropped after the
     /// commit (`docs/handoff/write-back-tier.md`, step 5).
     pub(crate) fn bm_absorb(&mut self, mk: &[u8]) {
-        let Some(d) = self.inner.dirty.get(mk) else {
-            return;
-        };
         if self.absorbed.iter().any(|(k, _)| k.as_slice() == mk) {
             return;
         }
+        let Some(d) = self.inner.dirty.get(mk) else {
+            return;
+        };
         let Ok((db, key)) = keys::split_meta_key(mk) else {
             return;
         };

@@ -323,8 +323,6 @@ impl Txn {
         Ok(keys)
     }
 
-    /// True when this `Txn` wrote nothing and expired nothing, so that its
-    /// commit has no effect.
     /// True when this `Txn` has nothing to write (keys it only touched,
     /// as the write-back tier's edits do, allowed).
     pub(crate) fn writes_nothing(&self) -> bool {
@@ -336,14 +334,10 @@ impl Txn {
             && self.cc_pending.is_empty()
     }
 
+    /// True when this `Txn` wrote nothing, expired nothing and touched no
+    /// key, so that its commit has no effect.
     fn is_read_only(&self) -> bool {
-        self.meta.is_empty()
-            && self.internal_puts.is_empty()
-            && self.data.is_empty()
-            && self.stale_expiry.is_empty()
-            && self.touched.is_empty()
-            && self.expired == 0
-            && self.cc_pending.is_empty()
+        self.writes_nothing() && self.touched.is_empty()
     }
 
     /// Writes the commit batch; on failure clears the meta cache slots
