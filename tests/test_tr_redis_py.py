@@ -145,7 +145,9 @@ def test_pipelined_single_bit_writes_match_a_model(roaringd_server, proto):
 @pytest.mark.parametrize("proto", PROTOS)
 def test_single_bit_writes_kept_dirty_survive_kill_and_shutdown(roaringd_server, proto):
     """The write-back tier: TR.SETBITs on existing blocks are acknowledged
-    from memory and the operation log. kill -9 under `appendfsync always`
+    from memory and the operation log, and the summary reads (TR.BITCOUNT,
+    TR.MIN, TR.MAX, TR.STAT) answer from the dirty summary, alone and in
+    pipelines. kill -9 under `appendfsync always`
     with nothing written back must keep every acknowledged edit (the log is
     replayed), also when an ordinary command wrote the key back in between
     and changed the same bits (a replay must not undo it); a SHUTDOWN
@@ -158,14 +160,41 @@ def test_single_bit_writes_kept_dirty_survive_kill_and_shutdown(roaringd_server,
     for k, m in models.items():
         r.execute_command("TR.SETBITS", k, *sorted(m))
 
+    def summaries(k):
+        """The summary reads, which read a dirty key's `meta` in place."""
+        m = models[k]
+        assert r.execute_command("TR.BITCOUNT", k) == len(m)
+        assert r.execute_command("TR.MIN", k) == min(m)
+        assert r.execute_command("TR.MAX", k) == max(m)
+        stat = r.execute_command("TR.STAT", k)
+        assert f"cardinality: {len(m)}\r\n".encode() in stat
+        assert f"sum value: {sum(m)}\r\n".encode() in stat
+        # A ranged count scans the containers: it writes the key back.
+        a, b = sorted(rnd.sample(range(span), 2))
+        assert r.execute_command("TR.BITCOUNT", k, a, b) == sum(1 for x in m if a <= x <= b)
+
     def edits(n):
-        for _ in range(n):
+        for i in range(n):
             k = rnd.choice(["d1", "d2"])
             v = rnd.randrange(span)
             on = rnd.random() < 0.5
             assert r.execute_command("TR.SETBIT", k, v, int(on)) == int(v in models[k])
             assert r.execute_command("TR.GETBIT", k, v) == int(on)
             (models[k].add if on else models[k].discard)(v)
+            if i % 10 == 9:
+                summaries(k)
+            if i % 50 == 49:
+                # A pipeline of edits and counts (one group).
+                p = r.pipeline(transaction=False)
+                want = []
+                for _ in range(20):
+                    v = rnd.randrange(span)
+                    want.append(int(v in models[k]))
+                    models[k].add(v)
+                    want.append(len(models[k]))
+                    p.execute_command("TR.SETBIT", k, v, 1)
+                    p.execute_command("TR.BITCOUNT", k)
+                assert p.execute() == want
 
     def restart(r, stop):
         """Stops the server (`stop`), starts it, checks every key."""

@@ -151,10 +151,21 @@ fn queue(client: &mut Client, entry: &'static Entry, args: &Args<'_>) -> Reply {
 }
 
 /// True for the commands that work on bitmap keys kept dirty by the
-/// store's write-back tier without writing them back first (TR.SETBIT,
-/// TR.GETBIT): see `Store::begin_keep_dirty`.
-pub fn keeps_dirty(spec: &crate::command_table::CommandSpec) -> bool {
-    matches!(spec.name, "tr.setbit" | "tr.getbit")
+/// store's write-back tier without writing them back first: see
+/// `Store::begin_keep_dirty`. `argc` counts the arguments with the
+/// command's name, as arity does.
+///
+/// These are TR.SETBIT and TR.GETBIT (one container, read through the
+/// dirty map) and the summary reads TR.BITCOUNT without a range, TR.MIN,
+/// TR.MAX and TR.STAT (`meta` only, whose dirty copy is exact). A read of
+/// a range scans the LSM store, which holds no dirty state, so a ranged
+/// TR.BITCOUNT is not one of them.
+pub fn keeps_dirty(spec: &crate::command_table::CommandSpec, argc: usize) -> bool {
+    match spec.name {
+        "tr.setbit" | "tr.getbit" | "tr.min" | "tr.max" | "tr.stat" => true,
+        "tr.bitcount" => argc == 2,
+        _ => false,
+    }
 }
 
 /// Runs a resolved, admitted command as its own store transaction.
@@ -185,7 +196,7 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
         client.key_scratch = idx;
         let mut txn = if spec.has(Flag::Exclusive) {
             server.store.begin_exclusive()
-        } else if keeps_dirty(spec) {
+        } else if keeps_dirty(spec, args.len()) {
             server.store.begin_keep_dirty(keys)
         } else {
             server.store.begin(keys)

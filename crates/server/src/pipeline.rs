@@ -108,7 +108,7 @@ impl Batch {
         let mut txn = if self
             .cmds
             .iter()
-            .all(|(e, ..)| dispatch::keeps_dirty(e.spec))
+            .all(|&(e, a, b)| dispatch::keeps_dirty(e.spec, b - a))
         {
             server.store.begin_keep_dirty(&keys)
         } else {

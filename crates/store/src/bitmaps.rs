@@ -361,7 +361,7 @@ struct Edit {
 
 /// Summary of a whole in-memory bitmap (census, extremes, sum), in one
 /// pass over its containers (no per-value iteration).
-fn summary_of_bitmap(b: &Bitmap) -> BitmapSummary {
+pub(crate) fn summary_of_bitmap(b: &Bitmap) -> BitmapSummary {
     let mut s = BitmapSummary::default();
     for (hi, c) in b.containers() {
         let r = c.as_ref();
@@ -1019,6 +1019,13 @@ impl Txn {
         reverse: bool,
         s: &BitmapSummary,
     ) -> Stream<'_> {
+        // A stream scans the `Kv`, which lacks a dirty key's edits: a
+        // `keep_dirty` transaction never streams a key it did not absorb
+        // (the server's `keeps_dirty` admits point and summary reads only).
+        debug_assert!(
+            !self.keep_dirty || !self.dirty_unabsorbed(db, key),
+            "keep_dirty stream of a dirty key"
+        );
         let cc = &self.inner.ccache;
         let clean = cc.enabled()
             && (self.data_overlay_is_empty()

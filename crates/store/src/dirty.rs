@@ -234,6 +234,7 @@ impl Dirty {
 
 #[cfg(test)]
 mod tests {
+    use crate::meta::BitmapSummary;
     use crate::store::{Store, StoreConfig};
     use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;
@@ -262,6 +263,9 @@ mod tests {
         FastExtreme(usize, bool),
         /// TR.GETBIT through a `keep_dirty` transaction.
         Get(usize, u32),
+        /// A summary read (TR.BITCOUNT, TR.MIN, TR.MAX, TR.STAT) through a
+        /// `keep_dirty` transaction, then checked against the containers.
+        Summary(usize),
         /// TR.SETBITS / TR.CLEARBITS through an ordinary one (absorbs).
         Bits(usize, Vec<u32>, bool),
         /// TR.RANGE over the whole key (a read that absorbs).
@@ -287,6 +291,7 @@ mod tests {
                 .prop_map(|(k, v)| Step::FastGroup(k, v)),
             1 => (0usize..2, any::<bool>()).prop_map(|(k, m)| Step::FastExtreme(k, m)),
             4 => (0usize..2, off()).prop_map(|(k, o)| Step::Get(k, o)),
+            2 => (0usize..2).prop_map(Step::Summary),
             2 => (0usize..2, proptest::collection::vec(off(), 1..10), any::<bool>())
                 .prop_map(|(k, v, s)| Step::Bits(k, v, s)),
             1 => (0usize..2).prop_map(Step::Range),
@@ -421,6 +426,30 @@ mod tests {
                         let got = t.tr_getbit(0, KEYS[k], o).unwrap();
                         t.commit().unwrap();
                         proptest::prop_assert_eq!(got, model.get(&k).is_some_and(|m| m.contains(&o)));
+                    }
+                    Step::Summary(k) => {
+                        let mut t = st.begin_keep_dirty(&[(0, KEYS[k])]);
+                        let got = t.tr_summary(0, KEYS[k]).unwrap();
+                        t.commit().unwrap();
+                        let Some(m) = model.get(&k) else {
+                            proptest::prop_assert!(got.is_none());
+                            continue;
+                        };
+                        let got = got.unwrap();
+                        proptest::prop_assert_eq!(got.card, m.len() as u64);
+                        proptest::prop_assert_eq!(got.sum, m.iter().map(|&v| u64::from(v)).sum::<u64>());
+                        if let (Some(a), Some(b)) = (m.first(), m.last()) {
+                            proptest::prop_assert_eq!((got.min, got.max), (*a, *b));
+                        }
+                        // The whole summary, census included, is that of
+                        // the containers an ordinary read (absorbing) sees.
+                        let mut t = st.begin(&[(0, KEYS[k])]);
+                        let b = t.tr_load(0, KEYS[k]).unwrap().unwrap();
+                        t.commit().unwrap();
+                        let want = crate::bitmaps::summary_of_bitmap(&b);
+                        // Extremes mean nothing in an empty bitmap.
+                        let (min, max) = if got.card == 0 { (0, 0) } else { (got.min, got.max) };
+                        proptest::prop_assert_eq!(BitmapSummary { deltas: 0, min, max, ..got }, want);
                     }
                     Step::Bits(k, offs, set) => {
                         let mut t = st.begin(&[(0, KEYS[k])]);

@@ -812,6 +812,14 @@ impl Txn {
         Ok(crate::sample::reservoir(window.into_iter(), k))
     }
 
+    /// True when `key` is dirty and not absorbed by this `Txn` (tests'
+    /// check of the `keep_dirty` contract).
+    pub(crate) fn dirty_unabsorbed(&self, db: u16, key: &[u8]) -> bool {
+        let mk = keys::KeyBuf::meta(db, key);
+        self.inner.dirty.meta(&mk).is_some()
+            && !self.absorbed.iter().any(|(k, _)| k.as_slice() == &mk[..])
+    }
+
     /// Elements `(subkey, value)` of a key version with subkey after `after`
     /// (exclusive; `None` = from the first), ascending or descending
     /// (descending: subkeys before `after`), overlay applied.
