@@ -294,6 +294,24 @@ fn bitset_low_sum_plain(words: &[u64]) -> u64 {
         + rest
 }
 
+/// Sum of the values of an array container (at most 65,536 of them).
+///
+/// Sixteen u32 lanes, each summing at most 4,096 values below 2^16 (under
+/// 2^28), which the compiler vectorizes; a u64 sum of u16s did not (17%
+/// of a pairwise TR.BITOP OR), nor did one u32 sum over the slice (about
+/// 3 instructions per value under callgrind).
+fn array_low_sum(a: &[u16]) -> u64 {
+    let mut lanes = [0u32; 16];
+    let mut chunks = a.chunks_exact(16);
+    for c in &mut chunks {
+        for (l, &v) in lanes.iter_mut().zip(c) {
+            *l += u32::from(v);
+        }
+    }
+    let tail: u64 = chunks.remainder().iter().map(|&v| u64::from(v)).sum();
+    lanes.iter().map(|&l| u64::from(l)).sum::<u64>() + tail
+}
+
 /// Sum of the low 16-bit parts of a container's values, without visiting
 /// values one by one (runs: arithmetic series; bitsets: popcounts).
 fn low_sum(r: ContainerRef<'_>) -> u64 {
@@ -305,12 +323,7 @@ fn low_sum(r: ContainerRef<'_>) -> u64 {
                 n * a + n * (n - 1) / 2
             })
             .sum(),
-        // 65,536 values of at most 65,535 fit a u32 sum, which vectorizes
-        // (a u64 sum of u16s did not: 17% of a pairwise TR.BITOP OR).
-        ContainerRef::Array(a) => a
-            .chunks(1 << 16)
-            .map(|c| u64::from(c.iter().map(|&v| u32::from(v)).sum::<u32>()))
-            .sum(),
+        ContainerRef::Array(a) => array_low_sum(a),
         ContainerRef::Bitset { words, .. } => bitset_low_sum(&words[..]),
     }
 }
