@@ -3355,6 +3355,19 @@ mod tests {
             c.optimize();
             assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
         }
+        // Array sums: the lanes' bound (all 65,536 values) and the tail.
+        let all: Vec<u16> = (0..=u16::MAX).collect();
+        for n in [0usize, 1, 15, 16, 17, 4095, 4096, 65_536] {
+            let want: u64 = all[..n].iter().map(|&v| u64::from(v)).sum();
+            assert_eq!(
+                array_low_sum(&all[all.len() - n..]),
+                all[all.len() - n..]
+                    .iter()
+                    .map(|&v| u64::from(v))
+                    .sum::<u64>()
+            );
+            assert_eq!(array_low_sum(&all[..n]), want);
+        }
         // Odd lengths and dense random words (the carry-save path and its remainder).
         let words: Vec<u64> = (0..1037)
             .map(|_| {
