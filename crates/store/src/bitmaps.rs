@@ -3357,16 +3357,11 @@ mod tests {
         }
         // Array sums: the lanes' bound (all 65,536 values) and the tail.
         let all: Vec<u16> = (0..=u16::MAX).collect();
+        let plain = |a: &[u16]| a.iter().map(|&v| u64::from(v)).sum::<u64>();
         for n in [0usize, 1, 15, 16, 17, 4095, 4096, 65_536] {
-            let want: u64 = all[..n].iter().map(|&v| u64::from(v)).sum();
-            assert_eq!(
-                array_low_sum(&all[all.len() - n..]),
-                all[all.len() - n..]
-                    .iter()
-                    .map(|&v| u64::from(v))
-                    .sum::<u64>()
-            );
-            assert_eq!(array_low_sum(&all[..n]), want);
+            for a in [&all[..n], &all[all.len() - n..]] {
+                assert_eq!(array_low_sum(a), plain(a), "{n} values");
+            }
         }
         // Odd lengths and dense random words (the carry-save path and its remainder).
         let words: Vec<u64> = (0..1037)

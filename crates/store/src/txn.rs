@@ -812,8 +812,8 @@ impl Txn {
         Ok(crate::sample::reservoir(window.into_iter(), k))
     }
 
-    /// True when `key` is dirty and not absorbed by this `Txn` (tests'
-    /// check of the `keep_dirty` contract).
+    /// True when `key` is dirty and not absorbed by this `Txn` (the debug
+    /// builds' check of the `keep_dirty` contract in `bm_stream`).
     pub(crate) fn dirty_unabsorbed(&self, db: u16, key: &[u8]) -> bool {
         let mk = keys::KeyBuf::meta(db, key);
         self.inner.dirty.meta(&mk).is_some()
