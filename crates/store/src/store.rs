@@ -698,14 +698,13 @@ fn spawn_persister(weak: Weak<Inner>) {
         .spawn(move || loop {
             std::thread::sleep(Duration::from_secs(1));
             let Some(inner) = weak.upgrade() else { return };
+            let store = Store { inner };
+            let inner = &store.inner;
             // A failure here surfaces on the next commit (fjall poisons).
             // `always` commits sync (and so flush) themselves.
             match SyncMode::from_u8(inner.sync.load(Ordering::Relaxed)) {
                 SyncMode::EverySec => {
-                    let _ = inner.kv.persist();
-                    if let Some(log) = inner.dirty.log.lock().as_mut() {
-                        let _ = log.sync();
-                    }
+                    let _ = store.persist();
                 }
                 SyncMode::No => {
                     let _ = inner.kv.flush_buffers();
@@ -717,7 +716,7 @@ fn spawn_persister(weak: Weak<Inner>) {
             }
             // The write-back tier: dirty keys go to the `Kv` once a second.
             if !inner.dirty.is_empty() {
-                let _ = Store { inner }.checkpoint();
+                let _ = store.checkpoint();
             }
         });
 }
