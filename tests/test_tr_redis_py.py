@@ -231,6 +231,77 @@ def test_single_bit_writes_kept_dirty_survive_kill_and_shutdown(roaringd_server,
 
 
 @pytest.mark.parametrize("proto", PROTOS)
+def test_bitop_results_kept_dirty_survive_kill_and_shutdown(roaringd_server, proto):
+    """The write-back tier keeps TR.BITOP results into existing bitmap keys
+    whole in memory (one log record each): point and summary reads and
+    single-bit edits of the result answer from it, the next result
+    replaces it, an ordinary read writes it back. kill -9 under `always`
+    must keep every acknowledged result and edit (the log is replayed);
+    a SHUTDOWN under `everysec` writes everything back."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    r = srv.redis_py(protocol=proto)
+    rnd = random.Random(60 + proto)
+    span = 5 * 65536
+    models = {f"s{i}": set(rnd.sample(range(span), 3000 + 4000 * i)) for i in range(3)}
+    for k in ("d0", "d1"):
+        models[k] = {span - 1}
+    for k, m in models.items():
+        r.execute_command("TR.SETBITS", k, *sorted(m))
+    ops = {"OR": set.union, "AND": set.intersection, "XOR": set.symmetric_difference,
+           "DIFF": set.difference}
+
+    def verify(r, k):
+        if models[k]:
+            check(r, k, models[k])
+        else:
+            assert r.execute_command("TR.BITCOUNT", k) == 0
+
+    def rounds(n):
+        for i in range(n):
+            d = rnd.choice(["d0", "d1"])
+            op = rnd.choice(list(ops))
+            a, b = rnd.sample(["s0", "s1", "s2"], 2)
+            want = ops[op](models[a], models[b])
+            assert r.execute_command("TR.BITOP", d, op, a, b) == len(want)
+            models[d] = set(want)
+            # Reads and edits that leave the result dirty.
+            for _ in range(3):
+                v = rnd.randrange(span)
+                assert r.execute_command("TR.GETBIT", d, v) == int(v in models[d])
+            assert r.execute_command("TR.BITCOUNT", d) == len(models[d])
+            if models[d]:
+                assert r.execute_command("TR.MIN", d) == min(models[d])
+                v = rnd.choice(sorted(models[d])) + 1
+                assert r.execute_command("TR.SETBIT", d, v, 1) == int(v in models[d])
+                models[d].add(v)
+            if i % 6 == 5:
+                # A source changes: it is dirty for the next TR.BITOP.
+                k = rnd.choice(["s0", "s1", "s2"])
+                v = rnd.randrange(span)
+                r.execute_command("TR.SETBIT", k, v, 1)
+                models[k].add(v)
+            if i % 10 == 9:
+                verify(r, d)  # TR.RANGE writes it back
+
+    def restart(r, stop):
+        r.close()
+        stop()
+        srv.start()
+        r = srv.redis_py(protocol=proto)
+        for k in models:
+            verify(r, k)
+        return r
+
+    rounds(60)
+    r = restart(r, srv.kill)
+    rounds(40)
+    r = restart(r, srv.kill)
+    r.execute_command("CONFIG", "SET", "appendfsync", "everysec")
+    rounds(40)
+    restart(r, srv.terminate).close()
+
+
+@pytest.mark.parametrize("proto", PROTOS)
 def test_bitop_overwrites_of_one_destination_match_a_model(roaringd_server, proto):
     """TR.BITOP into one destination again and again (kept under its version
     and written where it changed, when the result is not much smaller),

@@ -168,6 +168,13 @@ pub fn keeps_dirty(spec: &crate::command_table::CommandSpec, argc: usize) -> boo
     }
 }
 
+/// True for the commands whose first key is a TR.BITOP destination that
+/// may stay dirty when run alone: see `Store::begin_keeping`. In a
+/// pipeline group or MULTI/EXEC they absorb every key, as other writes do.
+pub fn keeps_dest(spec: &crate::command_table::CommandSpec) -> bool {
+    matches!(spec.name, "tr.bitop" | "tr.diff")
+}
+
 /// Runs a resolved, admitted command as its own store transaction.
 fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'_>) -> Reply {
     let spec = entry.spec;
@@ -198,6 +205,8 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
             server.store.begin_exclusive()
         } else if keeps_dirty(spec, args.len()) {
             server.store.begin_keep_dirty(keys)
+        } else if keeps_dest(spec) && !keys.is_empty() {
+            server.store.begin_keeping(keys, keys[0])
         } else {
             server.store.begin(keys)
         };

@@ -372,21 +372,26 @@ struct Edit {
     created: bool,
 }
 
+/// Adds container `hi` (`r`, non-empty, above every container added
+/// before) to the summary of a bitmap being built block by block:
+/// census, cardinality, sum and extremes.
+fn summary_push(s: &mut BitmapSummary, hi: u16, r: ContainerRef<'_>) {
+    if s.containers == 0 {
+        s.min = r.min().map_or(0, |lo| join(hi, lo));
+    }
+    s.max = r.max().map_or(0, |lo| join(hi, lo));
+    census(s, r, true);
+    s.sum += container_sum(hi, r);
+}
+
 /// Summary of a whole in-memory bitmap (census, extremes, sum), in one
 /// pass over its containers (no per-value iteration).
 pub(crate) fn summary_of_bitmap(b: &Bitmap) -> BitmapSummary {
     let mut s = BitmapSummary::default();
     for (hi, c) in b.containers() {
-        let r = c.as_ref();
-        census(&mut s, r, true);
-        s.sum += container_sum(hi, r);
-    }
-    let mut cs = b.containers();
-    if let Some((hi, c)) = cs.next() {
-        s.min = c.as_ref().min().map_or(0, |lo| join(hi, lo));
-    }
-    if let Some((hi, c)) = b.containers().last() {
-        s.max = c.as_ref().max().map_or(0, |lo| join(hi, lo));
+        if !c.is_empty() {
+            summary_push(&mut s, hi, c.as_ref());
+        }
     }
     s
 }
@@ -816,8 +821,10 @@ impl Txn {
         }
         if !self.inner.dirty.is_empty() {
             let mk = keys::KeyBuf::meta(db, key);
+            // A whole dirty key (a TR.BITOP result) has nothing in the
+            // `Kv` or the cache yet: a block it lacks is absent.
             if let Some(b) = self.inner.dirty.block(&mk, version, hi) {
-                return Ok(Some(Bytes::Shared(b.bytes)));
+                return Ok(b.map(|b| Bytes::Shared(b.bytes)));
             }
         }
         let warm = if self.data_overlay_is_empty() {
@@ -1034,9 +1041,10 @@ impl Txn {
     ) -> Stream<'_> {
         // A stream scans the `Kv`, which lacks a dirty key's edits: a
         // `keep_dirty` transaction never streams a key it did not absorb
-        // (the server's `keeps_dirty` admits point and summary reads only).
+        // (the server's `keeps_dirty` admits point and summary reads only),
+        // nor does TR.BITOP stream the destination it kept dirty.
         debug_assert!(
-            !self.keep_dirty || !self.dirty_unabsorbed(db, key),
+            (!self.keep_dirty && self.keep_dest.is_none()) || !self.dirty_unabsorbed(db, key),
             "keep_dirty stream of a dirty key"
         );
         let cc = &self.inner.ccache;
@@ -2025,14 +2033,17 @@ impl Txn {
         let mut out: Vec<(u16, Vec<u8>)> = Vec::new();
         let mut s = BitmapSummary::default();
         self.bm_merge(db, op, srcs, &mut |hi, r, bytes| {
-            if out.is_empty() {
-                s.min = r.min().map_or(0, |lo| join(hi, lo));
-            }
-            s.max = r.max().map_or(0, |lo| join(hi, lo));
-            census(&mut s, r, true);
-            s.sum += container_sum(hi, r);
+            summary_push(&mut s, hi, r);
             out.push((hi, bytes.to_vec()));
         })?;
+        if self.keep_dest.is_some() {
+            if self.bm_bitop_dirty(db, dest, &out, &s)? {
+                return Ok(s.card);
+            }
+            // Refused by the tier: the normal path, on a clean key.
+            self.keep_dest = None;
+            self.bm_absorb(&keys::KeyBuf::meta(db, dest));
+        }
         let prev = self.meta_of(db, dest, Kind::Bitmap)?;
         if out.is_empty() && prev.as_ref().is_some_and(is_plain_empty_bitmap) {
             // The result is the key's current state (an empty bitmap
@@ -2054,6 +2065,121 @@ impl Txn {
         }
         self.put_new_bitmap_meta(db, dest, version, s)?;
         Ok(s.card)
+    }
+
+    /// The write-back tier's TR.BITOP (`docs/handoff/write-back-tier.md`,
+    /// "TR.BITOP results"): the result `out` (summary `s`) becomes
+    /// `dest`'s state under a fresh version, kept whole in the dirty map
+    /// and logged as one value record (synced by the commit under
+    /// `always`); nothing is written to the `Kv`, and the old version's
+    /// entries become garbage once the key is absorbed. Returns false when
+    /// the result is not the tier's to take: this `Txn` was not begun by
+    /// `Store::begin_keeping` for `dest` or has written something, the
+    /// destination is missing or has an expiry (the tier never changes a
+    /// key's existence or expiry, which SCAN, DBSIZE and the expiry index
+    /// read from the `Kv`), the result is empty or over
+    /// `oplog::MAX_VALUE`, or the budget is full.
+    ///
+    /// # Errors
+    /// `WrongType` for a destination of another type; `Io` when the log
+    /// cannot be written (nothing changed then).
+    fn bm_bitop_dirty(
+        &mut self,
+        db: u16,
+        dest: &[u8],
+        out: &[(u16, Vec<u8>)],
+        s: &BitmapSummary,
+    ) -> Result<bool> {
+        let mk = keys::KeyBuf::meta(db, dest);
+        if self.keep_dest.as_deref() != Some(&mk[..])
+            || !self.writes_nothing()
+            || !self.inner.dirty.enabled()
+            || out.is_empty()
+        {
+            return Ok(false);
+        }
+        let Some(m) = self.meta_of(db, dest, Kind::Bitmap)? else {
+            return Ok(false);
+        };
+        let body: usize = out.iter().map(|(_, b)| 6 + b.len()).sum();
+        let padded_bytes: usize = out.iter().map(|(_, b)| PAD + b.len()).sum();
+        if m.expire_at_ms != 0
+            || body > crate::oplog::MAX_VALUE
+            || !self.inner.dirty.has_room(padded_bytes as u64)
+        {
+            return Ok(false);
+        }
+        let version = self.new_data_version()?;
+        let blocks: rustc_hash::FxHashMap<u16, crate::dirty::DirtyBlock> = out
+            .iter()
+            .map(|(hi, b)| {
+                let block = crate::dirty::DirtyBlock {
+                    bytes: padded(b, 0),
+                    stored_deltas: 0,
+                };
+                (*hi, block)
+            })
+            .collect();
+        let meta = KeyMeta {
+            version,
+            expire_at_ms: 0,
+            big: false,
+            noint: false,
+            summary: Summary::Bitmap(*s),
+        };
+        {
+            // Under the log's lock, as in `bm_setbit_dirty`.
+            let dirty = &self.inner.dirty;
+            let mut log = dirty.log.lock();
+            let Some(log) = log.as_mut() else {
+                return Ok(false);
+            };
+            let seq = log.append_value(db, version, dest, out)?;
+            dirty.record_value(&mk, meta, blocks, seq);
+        }
+        self.oplog_appended = true;
+        self.touch(db, dest);
+        Ok(true)
+    }
+
+    /// Recovery of a logged TR.BITOP result (`oplog::Change::Value`):
+    /// `key` becomes the bitmap of `blocks` (laid out as
+    /// `oplog::encode_blocks` does) under a fresh version, which it
+    /// returns; the key is created if missing. `None`, changing nothing,
+    /// when the key holds another type: the record's destination was a
+    /// bitmap, so the log does not lead to that state.
+    ///
+    /// # Errors
+    /// `Corrupt` for bytes that are not valid non-empty containers in
+    /// ascending block order.
+    pub(crate) fn tr_restore_value(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        blocks: &[u8],
+    ) -> Result<Option<u64>> {
+        let bad = || StoreError::corrupt("operation log: bad value record");
+        let list = crate::oplog::decode_blocks(blocks).ok_or_else(bad)?;
+        match self.meta_of(db, key, Kind::Bitmap) {
+            Err(StoreError::WrongType) => return Ok(None),
+            r => r?,
+        };
+        let mut s = BitmapSummary::default();
+        let mut last: Option<u16> = None;
+        for &(hi, b) in &list {
+            let v = view(b)?;
+            if last.is_some_and(|l| l >= hi) || v.as_ref().is_empty() {
+                return Err(bad());
+            }
+            last = Some(hi);
+            summary_push(&mut s, hi, v.as_ref());
+        }
+        let version = self.new_data_version()?;
+        for (hi, b) in list {
+            self.data_put_fresh(db, key, version, &hi.to_be_bytes(), b.to_vec())?;
+        }
+        self.put_new_bitmap_meta(db, key, version, s)?;
+        Ok(Some(version))
     }
 
     /// Makes the containers of `dest`'s live version (`m`) those of `out`

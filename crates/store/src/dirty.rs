@@ -1,6 +1,6 @@
 //! The bitmap write-back tier's dirty state (`docs/handoff/write-back-tier.md`):
-//! single-bit edits acknowledged from memory and the operation log
-//! ([`crate::oplog`]) before their containers reach the `Kv`.
+//! single-bit edits and TR.BITOP results acknowledged from memory and the
+//! operation log ([`crate::oplog`]) before their containers reach the `Kv`.
 //!
 //! A deviation from DESIGN.md's "every write command is one atomic write
 //! batch": such an edit is one atomic log record, and reaches the `Kv` in
@@ -9,7 +9,11 @@
 //!
 //! A dirty key holds its live meta (summary included) and the edited
 //! containers, each with the number of delta entries still stored beside
-//! it in the `Kv` (deleted when the key is absorbed). Readers consult it
+//! it in the `Kv` (deleted when the key is absorbed). A TR.BITOP result
+//! is a *whole* dirty key: a fresh version of an existing bitmap key of
+//! which every container is here (a block not here is absent) and none
+//! is in the `Kv` yet; absorbing it writes them all with the meta, which
+//! makes the old version's entries garbage. Readers consult it
 //! before the meta cache and the container cache (`Txn::load_meta`,
 //! `Txn::bm_get`). Every other path sees a clean key: a `Txn` that is not
 //! begun with `keep_dirty` absorbs the dirty state of each key it locks
@@ -51,6 +55,8 @@ pub struct DirtyKey {
     pub meta: KeyMeta,
     /// Edited containers by block.
     pub blocks: FxHashMap<u16, DirtyBlock>,
+    /// Every container of the version is in `blocks` (a TR.BITOP result).
+    pub whole: bool,
     /// Log sequence numbers of its first and last unabsorbed edits.
     pub first_seq: u64,
     /// See `first_seq`.
@@ -146,16 +152,20 @@ impl Dirty {
         s.get(mk).map(|d| d.meta.clone())
     }
 
-    /// Dirty container `hi` of key `mk` at version `version`.
+    /// Dirty container `hi` of key `mk` at version `version`:
+    /// `Some(Some(_))` when dirty, `Some(None)` when the key is whole
+    /// (the block is absent), `None` when the tier does not know it.
     #[must_use]
-    pub fn block(&self, mk: &[u8], version: u64, hi: u16) -> Option<DirtyBlock> {
+    pub fn block(&self, mk: &[u8], version: u64, hi: u16) -> Option<Option<DirtyBlock>> {
         if self.is_empty() {
             return None;
         }
         let s = self.shards[shard_of(mk)].lock();
-        s.get(mk)
-            .filter(|d| d.meta.version == version)
-            .and_then(|d| d.blocks.get(&hi).cloned())
+        let d = s.get(mk).filter(|d| d.meta.version == version)?;
+        match d.blocks.get(&hi) {
+            Some(b) => Some(Some(b.clone())),
+            None => d.whole.then_some(None),
+        }
     }
 
     /// A copy of dirty key `mk`'s state.
@@ -189,10 +199,43 @@ impl Dirty {
                     DirtyKey {
                         meta,
                         blocks,
+                        whole: false,
                         first_seq: seq,
                         last_seq: seq,
                     },
                 );
+                self.count.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+        self.bytes.fetch_add(add, Ordering::Relaxed);
+    }
+
+    /// Records a whole value (log sequence number `seq`): key `mk` is now
+    /// `meta` (a fresh version) with exactly the containers `blocks`. It
+    /// replaces any dirty state of the key: that state's records come
+    /// before `seq`, and a replay of the log ends on this one, so only
+    /// this record and later ones need keeping (`first_seq` is `seq`).
+    pub fn record_value(
+        &self,
+        mk: &[u8],
+        meta: KeyMeta,
+        blocks: FxHashMap<u16, DirtyBlock>,
+        seq: u64,
+    ) {
+        let d = DirtyKey {
+            meta,
+            blocks,
+            whole: true,
+            first_seq: seq,
+            last_seq: seq,
+        };
+        let add = d.bytes();
+        let mut s = self.shards[shard_of(mk)].lock();
+        match s.insert(mk.to_vec(), d) {
+            Some(old) => {
+                self.bytes.fetch_sub(old.bytes(), Ordering::Relaxed);
+            }
+            None => {
                 self.count.fetch_add(1, Ordering::AcqRel);
             }
         }
@@ -234,6 +277,7 @@ impl Dirty {
 
 #[cfg(test)]
 mod tests {
+    use crate::bitmaps::BitOp;
     use crate::meta::BitmapSummary;
     use crate::store::{Store, StoreConfig};
     use std::collections::{BTreeMap, BTreeSet};
@@ -270,6 +314,12 @@ mod tests {
         Bits(usize, Vec<u32>, bool),
         /// TR.RANGE over the whole key (a read that absorbs).
         Range(usize),
+        /// TR.BITOP into key `.0` (operation `.1`, see [`op_of`]) over
+        /// the keys `.2`, begun as the server begins it
+        /// (`Store::begin_keeping`): the tier may keep the result whole.
+        /// A source that is the destination, or a dirty one, makes it an
+        /// ordinary write.
+        BitOp(usize, u8, Vec<usize>),
         Del(usize),
         Checkpoint,
         /// Drop the store without a checkpoint and reopen it.
@@ -295,10 +345,46 @@ mod tests {
             2 => (0usize..2, proptest::collection::vec(off(), 1..10), any::<bool>())
                 .prop_map(|(k, v, s)| Step::Bits(k, v, s)),
             1 => (0usize..2).prop_map(Step::Range),
+            3 => (0usize..2, 0u8..4, proptest::collection::vec(0usize..2, 1..3))
+                .prop_map(|(k, op, srcs)| Step::BitOp(k, op, srcs)),
             1 => (0usize..2).prop_map(Step::Del),
             1 => Just(Step::Checkpoint),
             1 => Just(Step::Crash),
         ]
+    }
+
+    /// The operation of a [`Step::BitOp`]: DIFF needs two sources (else OR).
+    fn op_of(op: u8, n: usize) -> BitOp {
+        match op {
+            0 => BitOp::And,
+            1 => BitOp::Or,
+            2 => BitOp::Xor,
+            _ if n == 2 => BitOp::Diff,
+            _ => BitOp::Or,
+        }
+    }
+
+    /// The model's TR.BITOP result over `srcs` (a missing key is empty).
+    fn model_op(op: BitOp, srcs: &[BTreeSet<u32>]) -> BTreeSet<u32> {
+        let mut it = srcs.iter().cloned();
+        let first = it.next().unwrap_or_default();
+        it.fold(first, |acc, s| match op {
+            BitOp::And => acc.intersection(&s).copied().collect(),
+            BitOp::Or => acc.union(&s).copied().collect(),
+            BitOp::Xor => acc.symmetric_difference(&s).copied().collect(),
+            BitOp::Diff => acc.difference(&s).copied().collect(),
+            BitOp::Not => unreachable!("not drawn"),
+        })
+    }
+
+    /// Runs TR.BITOP as the server runs it alone (`begin_keeping`).
+    fn bitop(st: &Store, dest: &[u8], op: BitOp, srcs: &[&[u8]]) -> u64 {
+        let mut keys: Vec<(u16, &[u8])> = vec![(0, dest)];
+        keys.extend(srcs.iter().map(|k| (0, *k)));
+        let mut t = st.begin_keeping(&keys, (0, dest));
+        let n = t.tr_bitop(0, dest, op, srcs).unwrap();
+        t.commit().unwrap();
+        n
     }
 
     fn check_all(st: &Store, model: &BTreeMap<usize, BTreeSet<u32>>) {
@@ -368,6 +454,99 @@ mod tests {
         );
         t.commit().unwrap();
         assert!(st.inner.dirty.is_empty());
+    }
+
+    /// The keys of `d` now, read by an ordinary (absorbing) `Txn`.
+    fn values(st: &Store, key: &[u8]) -> Option<Vec<u32>> {
+        let mut t = st.begin(&[(0, key)]);
+        let got = t.tr_range(0, key, 0, u32::MAX, usize::MAX - 1).unwrap();
+        t.commit().unwrap();
+        got
+    }
+
+    /// A TR.BITOP result kept whole by the tier: read through the dirty
+    /// map (absent blocks included), edited, replaced by the next result,
+    /// recovered after a crash, and recovered to the same state when the
+    /// replay runs again (a crash during recovery).
+    #[test]
+    fn a_bitop_result_stays_whole_and_replays_twice_to_the_same_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        let a: Vec<u32> = (0..500u32).map(|i| i * 7).collect();
+        let b: Vec<u32> = (0..500u32).map(|i| (2 << 16) | (i * 5)).collect();
+        for (key, vals) in [(&b"a"[..], &a[..]), (b"b", &b), (b"d", &[9][..])] {
+            let mut t = st.begin(&[(0, key)]);
+            t.tr_setbits(0, key, vals).unwrap();
+            t.commit().unwrap();
+        }
+        assert_eq!(bitop(&st, b"d", BitOp::Or, &[b"a", b"b"]), 1000);
+        let mk = crate::keys::meta_key(0, b"d");
+        let d = st.inner.dirty.get(&mk).expect("the result is kept dirty");
+        assert!(d.whole);
+        assert_eq!(d.blocks.len(), 2);
+        let mut t = st.begin_keep_dirty(&[(0, b"d")]);
+        assert!(t.tr_getbit(0, b"d", 7).unwrap());
+        assert!(t.tr_getbit(0, b"d", (2 << 16) | 5).unwrap());
+        assert!(!t.tr_getbit(0, b"d", 9).unwrap());
+        assert!(!t.tr_getbit(0, b"d", 1 << 16).unwrap(), "block 1 is absent");
+        assert_eq!(t.tr_summary(0, b"d").unwrap().unwrap().card, 1000);
+        // An edit of a block the result holds stays in the tier.
+        assert!(!t.tr_setbit(0, b"d", 8, true).unwrap());
+        t.commit().unwrap();
+        assert!(st.inner.dirty.get(&mk).is_some_and(|d| d.whole));
+        let mut model: BTreeSet<u32> = a.iter().chain(&b).copied().collect();
+        model.insert(8);
+        assert_eq!(values(&st, b"d"), Some(model.iter().copied().collect()));
+        assert!(st.inner.dirty.is_empty(), "an ordinary read absorbs");
+        // A second result replaces the first; an edit follows it.
+        assert_eq!(bitop(&st, b"d", BitOp::Xor, &[b"a", b"b"]), 1000);
+        let mut t = st.begin_keep_dirty(&[(0, b"d")]);
+        assert!(t.tr_setbit(0, b"d", 7, false).unwrap());
+        t.commit().unwrap();
+        let mut model: BTreeSet<u32> = a.iter().chain(&b).copied().collect();
+        model.remove(&7);
+        let want: Vec<u32> = model.iter().copied().collect();
+        // What a crash leaves: the records handed to the OS.
+        st.inner.dirty.log.lock().as_mut().unwrap().flush().unwrap();
+        let log = dir.path().join("roaringd-oplog");
+        let saved: Vec<(std::path::PathBuf, Vec<u8>)> = std::fs::read_dir(&log)
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                let bytes = std::fs::read(&p).unwrap();
+                (p, bytes)
+            })
+            .collect();
+        drop(st);
+        let st = open(dir.path());
+        assert_eq!(values(&st, b"d"), Some(want.clone()));
+        drop(st);
+        // As if recovery had crashed before it released the log.
+        for (p, bytes) in &saved {
+            std::fs::write(p, bytes).unwrap();
+        }
+        let st = open(dir.path());
+        assert_eq!(values(&st, b"d"), Some(want));
+        let mut t = st.begin(&[(0, b"d")]);
+        assert_eq!(t.tr_summary(0, b"d").unwrap().unwrap().card, 999);
+        t.commit().unwrap();
+    }
+
+    /// A value record whose containers are not valid is `Corrupt` at
+    /// open, not a panic.
+    #[test]
+    fn a_hostile_value_record_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = crate::oplog::OpLog::open(&dir.path().join("roaringd-oplog")).unwrap();
+        log.append_value(0, 1, b"k", &[(0u16, vec![0xff; 5])])
+            .unwrap();
+        log.sync().unwrap();
+        drop(log);
+        let r = Store::open(StoreConfig {
+            dir: Some(dir.path().to_path_buf()),
+            ..StoreConfig::default()
+        });
+        assert!(matches!(r, Err(crate::error::StoreError::Corrupt(_))));
     }
 
     proptest::proptest! {
@@ -469,6 +648,25 @@ mod tests {
                         let got = t.tr_range(0, KEYS[k], 0, u32::MAX, usize::MAX - 1).unwrap();
                         t.commit().unwrap();
                         proptest::prop_assert_eq!(got, model.get(&k).map(|m| m.iter().copied().collect::<Vec<_>>()));
+                    }
+                    Step::BitOp(k, op, srcs) => {
+                        let op = op_of(op, srcs.len());
+                        let keys: Vec<&[u8]> = srcs.iter().map(|&i| KEYS[i]).collect();
+                        let sets: Vec<BTreeSet<u32>> =
+                            srcs.iter().map(|i| model.get(i).cloned().unwrap_or_default()).collect();
+                        let want = model_op(op, &sets);
+                        // The tier takes the result when the destination
+                        // exists, is no source, the sources are clean (an
+                        // absorb is a write) and the result is not empty.
+                        let clean = |i: &usize| st.inner.dirty.get(&crate::keys::meta_key(0, KEYS[*i])).is_none();
+                        let taken = model.contains_key(&k)
+                            && !srcs.contains(&k)
+                            && srcs.iter().all(clean)
+                            && !want.is_empty();
+                        proptest::prop_assert_eq!(bitop(&st, KEYS[k], op, &keys), want.len() as u64);
+                        let whole = st.inner.dirty.get(&crate::keys::meta_key(0, KEYS[k])).is_some_and(|d| d.whole);
+                        proptest::prop_assert_eq!(whole, taken);
+                        model.insert(k, want);
                     }
                     Step::Del(k) => {
                         let mut t = st.begin(&[(0, KEYS[k])]);

@@ -1,14 +1,19 @@
 //! The operation log of the bitmap write-back tier
 //! (`docs/handoff/write-back-tier.md`): an append-only record of single-bit
-//! edits that are acknowledged before their containers reach the LSM store.
+//! edits and TR.BITOP results that are acknowledged before their
+//! containers reach the LSM store.
 //!
 //! Layout: a directory of segments named `oplog-<first seq, 20 digits>.log`.
 //! A segment is a sequence of records, each framed as
 //! `len: u32 LE | check: u32 LE | payload (len bytes)`, where `check` is the
 //! low half of the payload's XXH3-64 and the payload is
-//! `seq: u64 | db: u16 | version: u64 | set: u8 | offset: u32 | key`
-//! (little-endian). Sequence numbers are contiguous across segments, so a
-//! segment's name says which records it holds.
+//! `seq: u64 | db: u16 | version: u64 | kind: u8 | word: u32 | rest`
+//! (little-endian). Kind 0 or 1 is a single-bit edit ([`Change::Bit`]:
+//! clear or set; `word` is the offset, `rest` the key); kind 2 is a whole
+//! value ([`Change::Value`]: `word` is the key's length, `rest` the key
+//! and then the containers, see [`encode_blocks`]). Sequence numbers are
+//! contiguous across segments, so a segment's name says which records it
+//! holds.
 //!
 //! Recovery ([`OpLog::open`]) replays every segment in order. A record that
 //! is cut short or fails its check ends the replay when it is in the last
@@ -32,26 +37,71 @@ const FIXED: usize = 8 + 2 + 8 + 1 + 4;
 /// Longest key a record may carry (the store's key limit).
 pub const MAX_KEY: usize = 64 * 1024;
 
+/// Longest containers section a value record may carry
+/// ([`encode_blocks`]): a TR.BITOP result bigger than this is not the
+/// tier's to take.
+pub const MAX_VALUE: usize = 1 << 20;
+
 /// Buffer size of the appending writer.
 const BUFFER: usize = 64 * 1024;
 
-/// One logged edit: bit `offset` of key `key` (database `db`, key version
-/// `version`) set (`set`) or cleared.
+/// The kind byte of a value record.
+const KIND_VALUE: u8 = 2;
+
+/// What a record changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Bit `offset` set (`set`) or cleared, in the record's key version
+    /// (a replay skips it when the key now has another version).
+    Bit {
+        /// The bit.
+        offset: u32,
+        /// Set (true) or clear.
+        set: bool,
+    },
+    /// The key becomes a bitmap of these containers (a TR.BITOP result),
+    /// stored under the record's version: [`encode_blocks`]'s bytes.
+    Value(Vec<u8>),
+}
+
+/// One logged change of key `key` (database `db`, key version `version`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Op {
     /// Position in the log: contiguous, from 1.
     pub seq: u64,
     /// Database index.
     pub db: u16,
-    /// The key version the edit applies to (a replay skips it when the
-    /// key now has another version).
+    /// The key version the change belongs to.
     pub version: u64,
     /// The user key.
     pub key: Vec<u8>,
-    /// The bit.
-    pub offset: u32,
-    /// Set (true) or clear.
-    pub set: bool,
+    /// The change.
+    pub change: Change,
+}
+
+/// Appends containers `(block, container bytes)`, as a value record
+/// carries them, to `out`: each `block: u16 | len: u32 | bytes`
+/// (little-endian).
+pub fn encode_blocks<'a>(blocks: impl IntoIterator<Item = (u16, &'a [u8])>, out: &mut Vec<u8>) {
+    for (hi, b) in blocks {
+        out.extend_from_slice(&hi.to_le_bytes());
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(b);
+    }
+}
+
+/// The containers of [`encode_blocks`]'s bytes, or `None` when they are
+/// cut short. The container bytes themselves are not checked here.
+#[must_use]
+pub fn decode_blocks(mut buf: &[u8]) -> Option<Vec<(u16, &[u8])>> {
+    let mut out = Vec::new();
+    while !buf.is_empty() {
+        let hi = u16::from_le_bytes(buf.get(..2)?.try_into().ok()?);
+        let len = u32::from_le_bytes(buf.get(2..6)?.try_into().ok()?) as usize;
+        out.push((hi, buf.get(6..6 + len)?));
+        buf = &buf[6 + len..];
+    }
+    Some(out)
 }
 
 /// The log, open for appending. See the module docs.
@@ -79,13 +129,16 @@ fn check_of(payload: &[u8]) -> u32 {
     xxhash_rust::xxh3::xxh3_64(payload) as u32
 }
 
+/// Frames a record: `(kind, word)` as the module docs say, `rest` after
+/// the key (a value record's containers).
 fn encode_parts(
     seq: u64,
     (db, version, key): (u16, u64, &[u8]),
-    (offset, set): (u32, bool),
+    (kind, word): (u8, u32),
+    rest: &[u8],
     out: &mut Vec<u8>,
 ) {
-    let len = FIXED + key.len();
+    let len = FIXED + key.len() + rest.len();
     out.reserve(8 + len);
     let start = out.len();
     out.extend_from_slice(&(len as u32).to_le_bytes());
@@ -93,9 +146,10 @@ fn encode_parts(
     out.extend_from_slice(&seq.to_le_bytes());
     out.extend_from_slice(&db.to_le_bytes());
     out.extend_from_slice(&version.to_le_bytes());
-    out.push(u8::from(set));
-    out.extend_from_slice(&offset.to_le_bytes());
+    out.push(kind);
+    out.extend_from_slice(&word.to_le_bytes());
     out.extend_from_slice(key);
+    out.extend_from_slice(rest);
     let check = check_of(&out[start + 8..]);
     out[start + 4..start + 8].copy_from_slice(&check.to_le_bytes());
 }
@@ -105,7 +159,7 @@ fn encode_parts(
 fn decode(buf: &[u8]) -> Option<(Op, usize)> {
     let head: [u8; 8] = buf.get(..8)?.try_into().ok()?;
     let len = u32::from_le_bytes(head[..4].try_into().ok()?) as usize;
-    if !(FIXED..=FIXED + MAX_KEY).contains(&len) {
+    if !(FIXED..=FIXED + MAX_KEY + MAX_VALUE).contains(&len) {
         return None;
     }
     let payload = buf.get(8..8 + len)?;
@@ -113,18 +167,33 @@ fn decode(buf: &[u8]) -> Option<(Op, usize)> {
         return None;
     }
     let u64_at = |i: usize| u64::from_le_bytes(payload[i..i + 8].try_into().unwrap());
-    let set = match payload[18] {
-        0 => false,
-        1 => true,
+    let word = u32::from_le_bytes(payload[19..23].try_into().unwrap());
+    let rest = &payload[FIXED..];
+    let (key, change) = match payload[18] {
+        kind @ (0 | 1) if rest.len() <= MAX_KEY => (
+            rest,
+            Change::Bit {
+                offset: word,
+                set: kind == 1,
+            },
+        ),
+        KIND_VALUE => {
+            let klen = word as usize;
+            if klen > MAX_KEY || klen > rest.len() {
+                return None;
+            }
+            let value = &rest[klen..];
+            decode_blocks(value)?;
+            (&rest[..klen], Change::Value(value.to_vec()))
+        }
         _ => return None,
     };
     let op = Op {
         seq: u64_at(0),
         db: u16::from_le_bytes([payload[8], payload[9]]),
         version: u64_at(10),
-        set,
-        offset: u32::from_le_bytes(payload[19..23].try_into().unwrap()),
-        key: payload[FIXED..].to_vec(),
+        key: key.to_vec(),
+        change,
     };
     Some((op, 8 + len))
 }
@@ -253,10 +322,81 @@ impl OpLog {
         }
         let seq = self.next;
         self.scratch.clear();
-        encode_parts(seq, (db, version, key), (offset, set), &mut self.scratch);
+        encode_parts(
+            seq,
+            (db, version, key),
+            (u8::from(set), offset),
+            &[],
+            &mut self.scratch,
+        );
         self.out
             .write_all(&self.scratch)
             .map_err(|e| io("write", e))?;
+        self.next += 1;
+        Ok(seq)
+    }
+
+    /// Appends a whole value (buffered): key `key` becomes, under
+    /// `version`, the bitmap of containers `blocks` (block, container
+    /// bytes), recorded as [`encode_blocks`] lays them out. The containers
+    /// go to the writer as they are (no encoded copy first). Returns its
+    /// sequence number.
+    ///
+    /// # Errors
+    /// As [`OpLog::append`]; `Corrupt` too when the containers take over
+    /// [`MAX_VALUE`] bytes so laid out (nothing is appended then).
+    pub fn append_value<B: AsRef<[u8]>>(
+        &mut self,
+        db: u16,
+        version: u64,
+        key: &[u8],
+        blocks: &[(u16, B)],
+    ) -> Result<u64> {
+        let body: usize = blocks.iter().map(|(_, b)| 6 + b.as_ref().len()).sum();
+        if body > MAX_VALUE {
+            return Err(StoreError::corrupt("operation log: value too long"));
+        }
+        if key.len() > MAX_KEY {
+            return Err(StoreError::corrupt("operation log: key too long"));
+        }
+        let seq = self.next;
+        // The fixed part and the key in `scratch`; the check covers them
+        // and every block's framing and bytes, in record order.
+        self.scratch.clear();
+        encode_parts(
+            seq,
+            (db, version, key),
+            (KIND_VALUE, key.len() as u32),
+            &[],
+            &mut self.scratch,
+        );
+        let len = self.scratch.len() - 8 + body;
+        self.scratch[..4].copy_from_slice(&(len as u32).to_le_bytes());
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(&self.scratch[8..]);
+        let frame = |hi: u16, b: &[u8]| {
+            let mut f = [0u8; 6];
+            f[..2].copy_from_slice(&hi.to_le_bytes());
+            f[2..].copy_from_slice(&(b.len() as u32).to_le_bytes());
+            f
+        };
+        for (hi, b) in blocks {
+            h.update(&frame(*hi, b.as_ref()));
+            h.update(b.as_ref());
+        }
+        let check = h.digest() as u32;
+        self.scratch[4..8].copy_from_slice(&check.to_le_bytes());
+        let mut write = || -> std::io::Result<()> {
+            self.out.write_all(&self.scratch)?;
+            for (hi, b) in blocks {
+                self.out.write_all(&frame(*hi, b.as_ref()))?;
+                self.out.write_all(b.as_ref())?;
+            }
+            Ok(())
+        };
+        // A failed write may leave part of the record in the file: a torn
+        // tail, which the next open cuts off.
+        write().map_err(|e| io("write", e))?;
         self.next += 1;
         Ok(seq)
     }
@@ -267,6 +407,18 @@ impl OpLog {
     /// `Io`.
     pub fn flush(&mut self) -> Result<()> {
         self.out.flush().map_err(|e| io("write", e))
+    }
+
+    /// Hands every buffered record to the OS and returns a handle on the
+    /// current segment: its `sync_data` makes them durable without
+    /// holding the log. A sync of a second's TR.BITOP results can take
+    /// long, and appends wait for the log's lock meanwhile.
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn flushed_segment(&mut self) -> Result<File> {
+        self.flush()?;
+        self.out.get_ref().try_clone().map_err(|e| io("open", e))
     }
 
     /// Flushes and syncs the current segment (survives power loss).
@@ -319,29 +471,55 @@ mod tests {
     use super::*;
 
     fn encode(op: &Op, out: &mut Vec<u8>) {
+        let (kind, word, rest) = match &op.change {
+            Change::Bit { offset, set } => (u8::from(*set), *offset, &[][..]),
+            Change::Value(v) => (KIND_VALUE, op.key.len() as u32, &v[..]),
+        };
         encode_parts(
             op.seq,
             (op.db, op.version, &op.key),
-            (op.offset, op.set),
+            (kind, word),
+            rest,
             out,
         );
     }
 
+    /// Record `seq`, drawn from `i`: every seventh a value record.
     fn op(seq: u64, i: u32) -> Op {
+        let change = if i.is_multiple_of(7) {
+            let body: Vec<Vec<u8>> = (0..i % 4)
+                .map(|b| vec![b as u8; (i % 50) as usize])
+                .collect();
+            let mut v = Vec::new();
+            encode_blocks(
+                body.iter().enumerate().map(|(b, c)| (b as u16 * 3, &c[..])),
+                &mut v,
+            );
+            Change::Value(v)
+        } else {
+            Change::Bit {
+                offset: i.wrapping_mul(2_654_435_761),
+                set: i.is_multiple_of(2),
+            }
+        };
         Op {
             seq,
             db: (i % 3) as u16,
             version: u64::from(i) << 20 | 7,
             key: format!("key:{}", i % 5).into_bytes(),
-            offset: i.wrapping_mul(2_654_435_761),
-            set: i.is_multiple_of(2),
+            change,
         }
     }
 
     fn append(log: &mut OpLog, o: &Op) {
-        let seq = log
-            .append(o.db, o.version, &o.key, o.offset, o.set)
-            .unwrap();
+        let seq = match &o.change {
+            Change::Bit { offset, set } => log.append(o.db, o.version, &o.key, *offset, *set),
+            Change::Value(v) => {
+                let blocks = decode_blocks(v).unwrap();
+                log.append_value(o.db, o.version, &o.key, &blocks)
+            }
+        }
+        .unwrap();
         assert_eq!(seq, o.seq);
     }
 
@@ -440,14 +618,35 @@ mod tests {
         let mut long = rec.clone();
         long[..4].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(decode(&long).is_none());
+        // Re-checked, so only the decoder's own checks stand between.
+        let rechecked = |mut r: Vec<u8>| {
+            let check = check_of(&r[8..]);
+            r[4..8].copy_from_slice(&check.to_le_bytes());
+            r
+        };
         let mut bad_flag = rec.clone();
-        bad_flag[8 + 18] = 2;
-        let check = check_of(&bad_flag[8..]);
-        bad_flag[4..8].copy_from_slice(&check.to_le_bytes());
-        assert!(decode(&bad_flag).is_none());
+        bad_flag[8 + 18] = 3;
+        assert!(decode(&rechecked(bad_flag)).is_none());
+        // A value record whose key length or containers overrun it.
+        let v = op(7, 7);
+        assert!(matches!(v.change, Change::Value(_)));
+        let mut rec = Vec::new();
+        encode(&v, &mut rec);
+        assert_eq!(decode(&rec), Some((v, rec.len())));
+        let mut long_key = rec.clone();
+        long_key[8 + 19..8 + 23].copy_from_slice(&(rec.len() as u32).to_le_bytes());
+        assert!(decode(&rechecked(long_key)).is_none());
+        let mut long_block = rec.clone();
+        let at = 8 + FIXED + 5 + 2;
+        long_block[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode(&rechecked(long_block)).is_none());
+        assert_eq!(decode_blocks(&[1, 0, 9, 0, 0, 0, 1]), None);
         let dir = tempfile::tempdir().unwrap();
         let (mut log, _) = OpLog::open(dir.path()).unwrap();
         assert!(log.append(0, 1, &vec![0; MAX_KEY + 1], 0, true).is_err());
+        assert!(log
+            .append_value(0, 1, b"k", &[(0, vec![0; MAX_VALUE])])
+            .is_err());
         assert_eq!(log.next_seq(), 1);
     }
 

@@ -230,9 +230,8 @@ pub(crate) fn encode_counts(c: DbStats) -> Vec<u8> {
     v
 }
 
-/// The last absorbed log seq of each dirty key version: `(db, version,
-/// key)` → seq.
-type AbsorbedSeqs = HashMap<(u16, u64, Vec<u8>), u64>;
+/// The last absorbed log seq of each key: `(db, key)` → seq.
+type AbsorbedSeqs = HashMap<(u16, Vec<u8>), u64>;
 
 /// Directory of the operation log, inside the store's directory.
 const OPLOG_DIR: &str = "roaringd-oplog";
@@ -360,26 +359,46 @@ impl Store {
 
     /// Applies the operation log's records that the `Kv` lacks (see
     /// `docs/handoff/write-back-tier.md`, step 7), persists, and empties
-    /// the log. A record applies when its key still has the record's
-    /// version and its seq is above the key's last absorb (`wb` entry).
+    /// the log. A record applies when its seq is above the key's last
+    /// absorb (`wb` entry, of any version: an absorb writes the key's
+    /// state after all its records up to that seq, a TR.BITOP result
+    /// having replaced those before it). A single-bit edit
+    /// applies when the key still has that version; a whole value (a
+    /// TR.BITOP result) is written under a fresh version, which the later
+    /// records of its version then name instead, so that a replay
+    /// repeated after a crash during recovery gives the same state.
     fn recover(&self, ops: Vec<crate::oplog::Op>) -> Result<()> {
+        use crate::oplog::Change;
         if ops.is_empty() {
             return self.checkpoint();
         }
         let absorbed = self.absorbed_seqs()?;
+        // (db, logged version, key) → the version its value was written
+        // under by this recovery.
+        let mut rewritten: HashMap<(u16, u64, Vec<u8>), u64> = HashMap::new();
         for op in ops {
+            let id = (op.db, op.version, op.key);
             let done = absorbed
-                .get(&(op.db, op.version, op.key.clone()))
+                .get(&(id.0, id.2.clone()))
                 .is_some_and(|&s| s >= op.seq);
             if done || op.db >= self.inner.databases {
                 continue;
             }
-            let mut t = self.begin(&[(op.db, &op.key)]);
-            let current = t
-                .live_meta(op.db, &op.key)?
-                .is_some_and(|m| m.version == op.version);
-            if current {
-                t.tr_setbit(op.db, &op.key, op.offset, op.set)?;
+            let (db, key) = (id.0, &id.2[..]);
+            let mut t = self.begin(&[(db, key)]);
+            match &op.change {
+                Change::Bit { offset, set } => {
+                    let want = rewritten.get(&id).copied().unwrap_or(id.1);
+                    let current = t.live_meta(db, key)?.is_some_and(|m| m.version == want);
+                    if current {
+                        t.tr_setbit(db, key, *offset, *set)?;
+                    }
+                }
+                Change::Value(blocks) => {
+                    if let Some(v) = t.tr_restore_value(db, key, blocks)? {
+                        rewritten.insert(id.clone(), v);
+                    }
+                }
             }
             t.commit()?;
         }
@@ -387,14 +406,14 @@ impl Store {
         self.checkpoint()
     }
 
-    /// The `wb` entries: the last absorbed log seq by `(db, version, key)`.
+    /// The `wb` entries: the last absorbed log seq by `(db, key)`.
     fn absorbed_seqs(&self) -> Result<AbsorbedSeqs> {
         let mut out = HashMap::new();
         let prefix = wb_prefix();
         for e in self.inner.kv.prefix(Space::Meta, &prefix, false) {
             let (k, _) = e?;
-            if let Some((seq, db, version, key)) = parse_wb_key(&k[prefix.len()..]) {
-                let s = out.entry((db, version, key.to_vec())).or_insert(0);
+            if let Some((seq, db, _version, key)) = parse_wb_key(&k[prefix.len()..]) {
+                let s = out.entry((db, key.to_vec())).or_insert(0);
                 *s = seq.max(*s);
             }
         }
@@ -425,6 +444,9 @@ impl Store {
             self.inner.dirty.min_first_seq().unwrap_or(log.next_seq())
         };
         self.inner.kv.persist()?;
+        // The rotation below syncs the segment under the log's lock: most
+        // of it is synced here first, without the lock.
+        self.sync_log()?;
         let first = {
             let mut guard = self.inner.dirty.log.lock();
             let Some(log) = guard.as_mut() else {
@@ -523,6 +545,27 @@ impl Store {
         t
     }
 
+    /// As [`Store::begin`], but `keep`, a TR.BITOP destination, stays
+    /// dirty unless it is also among the sources (it appears in `keys`
+    /// more than once): `Txn::tr_bitop` may then hand its result to the
+    /// write-back tier, which replaces the key's dirty state whole, and
+    /// absorbs the key itself when it does not.
+    pub fn begin_keeping(&self, keys: &[(u16, &[u8])], keep: (u16, &[u8])) -> Txn {
+        let mut t = Txn::new(Arc::clone(&self.inner), self.inner.locks.lock_keys(keys));
+        let twice = keys.iter().filter(|&&k| k == keep).count() > 1;
+        if !self.inner.dirty.is_empty() {
+            for &(db, key) in keys {
+                if twice || (db, key) != keep {
+                    t.bm_absorb(&keys::KeyBuf::meta(db, key));
+                }
+            }
+        }
+        if !twice {
+            t.keep_dest = Some(keys::meta_key(keep.0, keep.1));
+        }
+        t
+    }
+
     /// Starts a transaction that excludes every other one (FLUSHDB,
     /// FLUSHALL, SWAPDB-like operations). Every dirty key is absorbed.
     #[must_use]
@@ -541,10 +584,19 @@ impl Store {
     /// `Io` on failure.
     pub fn persist(&self) -> Result<()> {
         self.inner.kv.persist()?;
-        if let Some(log) = self.inner.dirty.log.lock().as_mut() {
-            log.sync()?;
-        }
-        Ok(())
+        self.sync_log()
+    }
+
+    /// Syncs the operation log's records appended so far, outside its
+    /// lock (`OpLog::flushed_segment`), so that the tier's appends go on
+    /// meanwhile.
+    fn sync_log(&self) -> Result<()> {
+        let seg = match self.inner.dirty.log.lock().as_mut() {
+            Some(log) => log.flushed_segment()?,
+            None => return Ok(()),
+        };
+        seg.sync_data()
+            .map_err(|e| StoreError::Io(format!("operation log: sync: {e}")))
     }
 
     /// Flushes and fully compacts the store, dropping stale element entries.

@@ -60,6 +60,10 @@ pub struct Txn {
     /// Begun by [`Store::begin_keep_dirty`]: dirty keys are not absorbed,
     /// and a single-bit edit may go to the write-back tier.
     pub(crate) keep_dirty: bool,
+    /// Begun by [`Store::begin_keeping`]: the meta key of the one key
+    /// left dirty, a TR.BITOP destination whose result may go to the
+    /// write-back tier.
+    pub(crate) keep_dest: Option<Vec<u8>>,
     /// Dirty keys absorbed into this `Txn` (meta key, last log seq): their
     /// dirty entries are dropped after the commit.
     pub(crate) absorbed: Vec<(Vec<u8>, u64)>,
@@ -124,6 +128,7 @@ impl Txn {
             fresh: Vec::new(),
             fresh_bytes: 0,
             keep_dirty: false,
+            keep_dest: None,
             absorbed: Vec::new(),
             internal_puts: Vec::new(),
             oplog_appended: false,
