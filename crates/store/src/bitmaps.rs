@@ -2109,6 +2109,12 @@ impl Txn {
         {
             return Ok(false);
         }
+        if self.inner.dirty.holds_whole(&mk, out) {
+            // The same result again (a recomputed audience that did not
+            // change): the key already is it, logged.
+            self.touch(db, dest);
+            return Ok(true);
+        }
         let version = self.new_data_version()?;
         let blocks: rustc_hash::FxHashMap<u16, crate::dirty::DirtyBlock> = out
             .iter()

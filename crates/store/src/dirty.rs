@@ -242,6 +242,26 @@ impl Dirty {
         self.bytes.fetch_add(add, Ordering::Relaxed);
     }
 
+    /// True when key `mk` is whole and holds exactly the containers
+    /// `blocks` (block, container bytes; ascending): a TR.BITOP result
+    /// equal to the key's state, which needs no record.
+    #[must_use]
+    pub fn holds_whole(&self, mk: &[u8], blocks: &[(u16, Vec<u8>)]) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        let s = self.shards[shard_of(mk)].lock();
+        s.get(mk).is_some_and(|d| {
+            d.whole
+                && d.blocks.len() == blocks.len()
+                && blocks.iter().all(|(hi, b)| {
+                    d.blocks
+                        .get(hi)
+                        .is_some_and(|x| x.bytes[crate::container_cache::PAD..] == b[..])
+                })
+        })
+    }
+
     /// Drops key `mk`'s entry if its last edit is still `last_seq` (it
     /// was absorbed by a commit that covered every edit).
     pub fn remove_if(&self, mk: &[u8], last_seq: u64) {
@@ -484,6 +504,10 @@ mod tests {
         let d = st.inner.dirty.get(&mk).expect("the result is kept dirty");
         assert!(d.whole);
         assert_eq!(d.blocks.len(), 2);
+        let next = || st.inner.dirty.log.lock().as_ref().unwrap().next_seq();
+        let seq = next();
+        assert_eq!(bitop(&st, b"d", BitOp::Or, &[b"b", b"a"]), 1000);
+        assert_eq!(next(), seq, "the same result again logs nothing");
         let mut t = st.begin_keep_dirty(&[(0, b"d")]);
         assert!(t.tr_getbit(0, b"d", 7).unwrap());
         assert!(t.tr_getbit(0, b"d", (2 << 16) | 5).unwrap());
