@@ -317,23 +317,36 @@ impl OpLog {
         offset: u32,
         set: bool,
     ) -> Result<u64> {
-        if key.len() > MAX_KEY {
-            return Err(StoreError::corrupt("operation log: key too long"));
-        }
-        let seq = self.next;
-        self.scratch.clear();
-        encode_parts(
-            seq,
-            (db, version, key),
-            (u8::from(set), offset),
-            &[],
-            &mut self.scratch,
-        );
+        let seq = self.start_record((db, version, key), (u8::from(set), offset))?;
         self.out
             .write_all(&self.scratch)
             .map_err(|e| io("write", e))?;
         self.next += 1;
         Ok(seq)
+    }
+
+    /// Frames the next record's fixed part and key into `scratch` (its
+    /// check covering those alone) and returns its sequence number.
+    ///
+    /// # Errors
+    /// `Corrupt` for a key over [`MAX_KEY`].
+    fn start_record(
+        &mut self,
+        (db, version, key): (u16, u64, &[u8]),
+        (kind, word): (u8, u32),
+    ) -> Result<u64> {
+        if key.len() > MAX_KEY {
+            return Err(StoreError::corrupt("operation log: key too long"));
+        }
+        self.scratch.clear();
+        encode_parts(
+            self.next,
+            (db, version, key),
+            (kind, word),
+            &[],
+            &mut self.scratch,
+        );
+        Ok(self.next)
     }
 
     /// Appends a whole value (buffered): key `key` becomes, under
@@ -356,20 +369,9 @@ impl OpLog {
         if body > MAX_VALUE {
             return Err(StoreError::corrupt("operation log: value too long"));
         }
-        if key.len() > MAX_KEY {
-            return Err(StoreError::corrupt("operation log: key too long"));
-        }
-        let seq = self.next;
         // The fixed part and the key in `scratch`; the check covers them
         // and every block's framing and bytes, in record order.
-        self.scratch.clear();
-        encode_parts(
-            seq,
-            (db, version, key),
-            (KIND_VALUE, key.len() as u32),
-            &[],
-            &mut self.scratch,
-        );
+        let seq = self.start_record((db, version, key), (KIND_VALUE, key.len() as u32))?;
         let len = self.scratch.len() - 8 + body;
         self.scratch[..4].copy_from_slice(&(len as u32).to_le_bytes());
         let mut h = xxhash_rust::xxh3::Xxh3::new();
