@@ -129,16 +129,16 @@ fn check_of(payload: &[u8]) -> u32 {
     xxhash_rust::xxh3::xxh3_64(payload) as u32
 }
 
-/// Frames a record: `(kind, word)` as the module docs say, `rest` after
-/// the key (a value record's containers).
+/// Frames a record's head: `(kind, word)` as the module docs say, then
+/// the key, checked. A value record's containers follow it
+/// ([`OpLog::append_value`] extends the frame's length and check).
 fn encode_parts(
     seq: u64,
     (db, version, key): (u16, u64, &[u8]),
     (kind, word): (u8, u32),
-    rest: &[u8],
     out: &mut Vec<u8>,
 ) {
-    let len = FIXED + key.len() + rest.len();
+    let len = FIXED + key.len();
     out.reserve(8 + len);
     let start = out.len();
     out.extend_from_slice(&(len as u32).to_le_bytes());
@@ -149,7 +149,6 @@ fn encode_parts(
     out.push(kind);
     out.extend_from_slice(&word.to_le_bytes());
     out.extend_from_slice(key);
-    out.extend_from_slice(rest);
     let check = check_of(&out[start + 8..]);
     out[start + 4..start + 8].copy_from_slice(&check.to_le_bytes());
 }
@@ -343,7 +342,6 @@ impl OpLog {
             self.next,
             (db, version, key),
             (kind, word),
-            &[],
             &mut self.scratch,
         );
         Ok(self.next)
@@ -477,13 +475,14 @@ mod tests {
             Change::Bit { offset, set } => (u8::from(*set), *offset, &[][..]),
             Change::Value(v) => (KIND_VALUE, op.key.len() as u32, &v[..]),
         };
-        encode_parts(
-            op.seq,
-            (op.db, op.version, &op.key),
-            (kind, word),
-            rest,
-            out,
-        );
+        let start = out.len();
+        encode_parts(op.seq, (op.db, op.version, &op.key), (kind, word), out);
+        // A value's containers follow the head: frame and check again.
+        out.extend_from_slice(rest);
+        let len = (out.len() - start - 8) as u32;
+        out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+        let check = check_of(&out[start + 8..]);
+        out[start + 4..start + 8].copy_from_slice(&check.to_le_bytes());
     }
 
     /// Record `seq`, drawn from `i`: every seventh a value record.
