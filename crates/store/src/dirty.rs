@@ -246,7 +246,7 @@ impl Dirty {
     /// `blocks` (block, container bytes; ascending): a TR.BITOP result
     /// equal to the key's state, which needs no record.
     #[must_use]
-    pub fn holds_whole(&self, mk: &[u8], blocks: &[(u16, Vec<u8>)]) -> bool {
+    pub fn holds_whole<B: AsRef<[u8]>>(&self, mk: &[u8], blocks: &[(u16, B)]) -> bool {
         if self.is_empty() {
             return false;
         }
@@ -257,7 +257,7 @@ impl Dirty {
                 && blocks.iter().all(|(hi, b)| {
                     d.blocks
                         .get(hi)
-                        .is_some_and(|x| x.bytes[crate::container_cache::PAD..] == b[..])
+                        .is_some_and(|x| &x.bytes[crate::container_cache::PAD..] == b.as_ref())
                 })
         })
     }
@@ -504,6 +504,14 @@ mod tests {
         let d = st.inner.dirty.get(&mk).expect("the result is kept dirty");
         assert!(d.whole);
         assert_eq!(d.blocks.len(), 2);
+        // Each block is one source's own container: the result shares the
+        // source's container cache entry (held by the map, `d` and the
+        // cache) rather than a copy.
+        assert!(d
+            .blocks
+            .values()
+            .all(|b| std::sync::Arc::strong_count(&b.bytes) >= 3));
+        drop(d);
         let next = || st.inner.dirty.log.lock().as_ref().unwrap().next_seq();
         let seq = next();
         assert_eq!(bitop(&st, b"d", BitOp::Or, &[b"b", b"a"]), 1000);
@@ -520,6 +528,11 @@ mod tests {
         assert!(st.inner.dirty.get(&mk).is_some_and(|d| d.whole));
         let mut model: BTreeSet<u32> = a.iter().chain(&b).copied().collect();
         model.insert(8);
+        assert_eq!(
+            values(&st, b"a"),
+            Some(a.clone()),
+            "the shared source is intact"
+        );
         assert_eq!(values(&st, b"d"), Some(model.iter().copied().collect()));
         assert!(st.inner.dirty.is_empty(), "an ordinary read absorbs");
         // A second result replaces the first; an edit follows it.
