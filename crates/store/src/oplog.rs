@@ -26,6 +26,7 @@
 //! have all been written back are removed by [`OpLog::release_below`].
 
 use std::fs::{File, OpenOptions};
+use std::hash::Hasher as _;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -125,8 +126,12 @@ fn segment_name(first: u64) -> String {
     format!("oplog-{first:020}.log")
 }
 
+/// A record's check: the low 32 bits of the payload's XXH3-64 (seed 0).
+/// `twox-hash` picks its AVX2 or SSE2 kernel at run time; the digest is
+/// the algorithm's, so logs written with another implementation read the
+/// same (`checks_match_the_reference_xxh3`).
 fn check_of(payload: &[u8]) -> u32 {
-    xxhash_rust::xxh3::xxh3_64(payload) as u32
+    twox_hash::XxHash3_64::oneshot(payload) as u32
 }
 
 /// Frames a record's head: `(kind, word)` as the module docs say, then
@@ -372,8 +377,8 @@ impl OpLog {
         let seq = self.start_record((db, version, key), (KIND_VALUE, key.len() as u32))?;
         let len = self.scratch.len() - 8 + body;
         self.scratch[..4].copy_from_slice(&(len as u32).to_le_bytes());
-        let mut h = xxhash_rust::xxh3::Xxh3::new();
-        h.update(&self.scratch[8..]);
+        let mut h = twox_hash::XxHash3_64::new();
+        h.write(&self.scratch[8..]);
         let frame = |hi: u16, b: &[u8]| {
             let mut f = [0u8; 6];
             f[..2].copy_from_slice(&hi.to_le_bytes());
@@ -381,10 +386,10 @@ impl OpLog {
             f
         };
         for (hi, b) in blocks {
-            h.update(&frame(*hi, b.as_ref()));
-            h.update(b.as_ref());
+            h.write(&frame(*hi, b.as_ref()));
+            h.write(b.as_ref());
         }
-        let check = h.digest() as u32;
+        let check = h.finish() as u32;
         self.scratch[4..8].copy_from_slice(&check.to_le_bytes());
         let mut write = || -> std::io::Result<()> {
             self.out.write_all(&self.scratch)?;
@@ -469,6 +474,30 @@ impl OpLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The checks are the reference XXH3-64's (as `xxhash-rust` computes
+    /// it, which wrote the logs of earlier builds), one-shot and streamed
+    /// in pieces of every kind of length, across the 240-byte (short
+    /// input), 1,024-byte (block) and 64-byte (stripe) boundaries.
+    #[test]
+    fn checks_match_the_reference_xxh3() {
+        let data: Vec<u8> = (0..5000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for len in [
+            0, 1, 3, 4, 8, 9, 16, 17, 128, 129, 240, 241, 1023, 1024, 1025, 4097, 5000,
+        ] {
+            let want = xxhash_rust::xxh3::xxh3_64(&data[..len]);
+            assert_eq!(twox_hash::XxHash3_64::oneshot(&data[..len]), want, "{len}");
+            for piece in [1, 6, 7, 64, 100, 1024, 3000] {
+                let mut h = twox_hash::XxHash3_64::new();
+                for c in data[..len].chunks(piece) {
+                    h.write(c);
+                }
+                assert_eq!(h.finish(), want, "{len} in pieces of {piece}");
+            }
+        }
+    }
 
     fn encode(op: &Op, out: &mut Vec<u8>) {
         let (kind, word, rest) = match &op.change {
