@@ -23,7 +23,7 @@
 //! Only a `Txn` holding a key's stripe lock reads or changes its entry, so
 //! the shard mutexes only guard the maps themselves.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -80,10 +80,11 @@ pub struct Dirty {
     /// Bytes of dirty containers.
     bytes: AtomicU64,
     budget: AtomicU64,
-    /// The log; `None` for a store without a directory (the tier is off).
+    /// The log; `None` for a store without a directory (the tier is off)
+    /// and while a store's log is being replayed.
     pub(crate) log: Mutex<Option<OpLog>>,
     /// Whether `log` is `Some` (read without its lock).
-    has_log: bool,
+    has_log: AtomicBool,
 }
 
 fn shard_of(mk: &[u8]) -> usize {
@@ -102,9 +103,15 @@ impl Dirty {
             count: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
             budget: AtomicU64::new(DEFAULT_BUDGET),
-            has_log: log.is_some(),
+            has_log: AtomicBool::new(log.is_some()),
             log: Mutex::new(log),
         }
+    }
+
+    /// Turns the tier on with `log` (a store's, once replayed).
+    pub fn install_log(&self, log: OpLog) {
+        *self.log.lock() = Some(log);
+        self.has_log.store(true, Ordering::Release);
     }
 
     /// True when nothing is dirty (one atomic load).
@@ -139,7 +146,7 @@ impl Dirty {
     /// True when the tier is on (the store has a log).
     #[must_use]
     pub fn enabled(&self) -> bool {
-        self.has_log && self.budget.load(Ordering::Relaxed) > 0
+        self.has_log.load(Ordering::Acquire) && self.budget.load(Ordering::Relaxed) > 0
     }
 
     /// The live meta of dirty key `mk` (its meta key).

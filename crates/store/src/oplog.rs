@@ -15,10 +15,11 @@
 //! contiguous across segments, so a segment's name says which records it
 //! holds.
 //!
-//! Recovery ([`OpLog::open`]) replays every segment in order. A record that
-//! is cut short or fails its check ends the replay when it is in the last
-//! segment (a write torn by a crash: the tail from there is cut off and
-//! appends continue at that point); anywhere else it is `Corrupt`.
+//! Recovery ([`OpLog::replay`]) reads every segment in order, one record
+//! at a time (memory holds one record, however long the log). A record
+//! that is cut short or fails its check ends the replay when it is in the
+//! last segment (a write torn by a crash: the tail from there is cut off
+//! and appends continue at that point); anywhere else it is `Corrupt`.
 //!
 //! Durability is the caller's: [`OpLog::append`] buffers, [`OpLog::flush`]
 //! hands the buffer to the OS (enough for a process crash), and
@@ -27,7 +28,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::hash::Hasher as _;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StoreError};
@@ -226,74 +227,165 @@ fn list_segments(dir: &Path) -> Result<Vec<u64>> {
     Ok(firsts)
 }
 
-impl OpLog {
-    /// Opens (creating) the log in `dir` and returns it with every record
-    /// it holds, in order. A torn tail of the last segment is cut off.
+/// The records of a log being opened ([`OpLog::replay`]), read one at a
+/// time: memory holds one record (at most [`MAX_KEY`] + [`MAX_VALUE`]
+/// bytes and the framing), however long the log. Then the log itself,
+/// for appends ([`Replay::into_log`]).
+pub struct Replay {
+    dir: PathBuf,
+    segments: Vec<u64>,
+    /// Index in `segments` of the segment being read (or next to read).
+    i: usize,
+    /// The segment being read, its path, and the bytes of its records
+    /// read so far.
+    file: Option<(BufReader<File>, PathBuf, u64)>,
+    /// Sequence number the next record must have.
+    next: u64,
+    /// The record being read: frame and payload.
+    buf: Vec<u8>,
+}
+
+/// Reads into `buf` until it is full or the input ends; returns the bytes
+/// read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+impl Replay {
+    /// The next record, in sequence order; `None` after the last one, by
+    /// which time a torn tail of the last segment has been cut off.
     ///
     /// # Errors
-    /// `Io`; `Corrupt` for a bad record before the last segment, a gap in
-    /// the sequence numbers, or a file name it does not understand.
-    pub fn open(dir: &Path) -> Result<(OpLog, Vec<Op>)> {
-        std::fs::create_dir_all(dir).map_err(|e| io("create", e))?;
-        let mut segments = list_segments(dir)?;
-        let mut ops = Vec::new();
-        let mut next = segments.first().copied().unwrap_or(1);
-        for (i, &first) in segments.iter().enumerate() {
-            if first != next {
-                return Err(StoreError::corrupt(format!(
-                    "operation log: segment {first} follows record {}",
-                    next - 1
-                )));
+    /// `Io`; `Corrupt` for a bad record before the last segment or a gap
+    /// in the sequence numbers.
+    pub fn next_op(&mut self) -> Result<Option<Op>> {
+        loop {
+            let Some((reader, path, at)) = self.file.as_mut() else {
+                let Some(&first) = self.segments.get(self.i) else {
+                    return Ok(None);
+                };
+                if first != self.next {
+                    return Err(StoreError::corrupt(format!(
+                        "operation log: segment {first} follows record {}",
+                        self.next - 1
+                    )));
+                }
+                let path = self.dir.join(segment_name(first));
+                let f = File::open(&path).map_err(|e| io("read", e))?;
+                self.file = Some((BufReader::with_capacity(BUFFER, f), path, 0));
+                continue;
+            };
+            self.buf.resize(8, 0);
+            let got = read_full(reader, &mut self.buf).map_err(|e| io("read", e))?;
+            if got == 0 {
+                // The segment ends after a whole record.
+                self.file = None;
+                self.i += 1;
+                continue;
             }
-            let path = dir.join(segment_name(first));
-            let mut buf = Vec::new();
-            File::open(&path)
-                .and_then(|mut f| f.read_to_end(&mut buf))
-                .map_err(|e| io("read", e))?;
-            let mut at = 0;
-            while at < buf.len() {
-                match decode(&buf[at..]) {
-                    Some((op, used)) if op.seq == next => {
-                        ops.push(op);
-                        next += 1;
-                        at += used;
-                    }
-                    _ if i + 1 == segments.len() => break,
-                    _ => {
-                        return Err(StoreError::corrupt(format!(
-                            "operation log: bad record at byte {at} of {}",
-                            path.display()
-                        )))
-                    }
+            let len = u32::from_le_bytes(self.buf[..4].try_into().expect("8 bytes")) as usize;
+            let mut whole = got == 8 && (FIXED..=FIXED + MAX_KEY + MAX_VALUE).contains(&len);
+            if whole {
+                self.buf.resize(8 + len, 0);
+                whole = read_full(reader, &mut self.buf[8..]).map_err(|e| io("read", e))? == len;
+            }
+            let record = if whole { decode(&self.buf) } else { None };
+            match record {
+                Some((op, used)) if op.seq == self.next => {
+                    self.next += 1;
+                    *at += used as u64;
+                    return Ok(Some(op));
+                }
+                _ if self.i + 1 == self.segments.len() => {
+                    // The torn tail: appends continue where it starts.
+                    let f = OpenOptions::new()
+                        .write(true)
+                        .open(&*path)
+                        .map_err(|e| io("open", e))?;
+                    f.set_len(*at).map_err(|e| io("truncate", e))?;
+                    f.sync_all().map_err(|e| io("sync", e))?;
+                    self.file = None;
+                    self.i += 1;
+                    return Ok(None);
+                }
+                _ => {
+                    return Err(StoreError::corrupt(format!(
+                        "operation log: bad record at byte {at} of {}",
+                        path.display()
+                    )))
                 }
             }
-            if at < buf.len() {
-                // The torn tail: appends continue where it starts.
-                let f = OpenOptions::new()
-                    .write(true)
-                    .open(&path)
-                    .map_err(|e| io("open", e))?;
-                f.set_len(at as u64).map_err(|e| io("truncate", e))?;
-                f.sync_all().map_err(|e| io("sync", e))?;
-            }
         }
-        if segments.is_empty() {
-            segments.push(next);
+    }
+
+    /// The log, open for appends after its last record (the records not
+    /// read yet are read and dropped first).
+    ///
+    /// # Errors
+    /// As [`Replay::next_op`]; `Io` when the last segment cannot be
+    /// opened.
+    pub fn into_log(mut self) -> Result<OpLog> {
+        while self.next_op()?.is_some() {}
+        if self.segments.is_empty() {
+            self.segments.push(self.next);
         }
-        let last = *segments.last().expect("one segment at least");
+        let last = *self.segments.last().expect("one segment at least");
         let file = OpenOptions::new()
             .create(true)
             .append(true)
-            .open(dir.join(segment_name(last)))
+            .open(self.dir.join(segment_name(last)))
             .map_err(|e| io("open", e))?;
-        let log = OpLog {
-            dir: dir.to_path_buf(),
+        Ok(OpLog {
+            dir: self.dir,
             out: BufWriter::with_capacity(BUFFER, file),
-            segments,
-            next,
+            segments: self.segments,
+            next: self.next,
             scratch: Vec::new(),
-        };
-        Ok((log, ops))
+        })
+    }
+}
+
+impl OpLog {
+    /// Opens (creating) the log in `dir` for replay: its records are read
+    /// one at a time from the [`Replay`], which then gives the log.
+    ///
+    /// # Errors
+    /// `Io`; `Corrupt` for a file name it does not understand.
+    pub fn replay(dir: &Path) -> Result<Replay> {
+        std::fs::create_dir_all(dir).map_err(|e| io("create", e))?;
+        let segments = list_segments(dir)?;
+        let next = segments.first().copied().unwrap_or(1);
+        Ok(Replay {
+            dir: dir.to_path_buf(),
+            segments,
+            i: 0,
+            file: None,
+            next,
+            buf: Vec::new(),
+        })
+    }
+
+    /// [`OpLog::replay`], with every record collected.
+    ///
+    /// # Errors
+    /// As [`Replay::next_op`].
+    #[cfg(test)]
+    pub fn open(dir: &Path) -> Result<(OpLog, Vec<Op>)> {
+        let mut r = Self::replay(dir)?;
+        let mut ops = Vec::new();
+        while let Some(op) = r.next_op()? {
+            ops.push(op);
+        }
+        Ok((r.into_log()?, ops))
     }
 
     /// Sequence number the next append gets.
@@ -497,6 +589,35 @@ mod tests {
                 assert_eq!(h.finish(), want, "{len} in pieces of {piece}");
             }
         }
+    }
+
+    /// A replay holds one record at a time: eight value records of about
+    /// 900 KB each (7 MB of log) come back whole and in order through a
+    /// buffer that never grows past one of them; appends then continue
+    /// after the last.
+    #[test]
+    fn a_replay_reads_one_record_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let block = |i: u8| vec![i; 900_000];
+        let (mut log, _) = OpLog::open(dir.path()).unwrap();
+        for i in 0..8u8 {
+            log.append_value(0, u64::from(i), b"k", &[(u16::from(i), block(i))])
+                .unwrap();
+        }
+        log.sync().unwrap();
+        drop(log);
+        let mut r = OpLog::replay(dir.path()).unwrap();
+        for i in 0..8u8 {
+            let op = r.next_op().unwrap().expect("eight records");
+            assert_eq!((op.seq, op.version), (u64::from(i) + 1, u64::from(i)));
+            let mut want = Vec::new();
+            encode_blocks([(u16::from(i), &block(i)[..])], &mut want);
+            assert_eq!(op.change, Change::Value(want));
+            assert!(r.buf.capacity() < 1_000_000, "{}", r.buf.capacity());
+        }
+        assert!(r.next_op().unwrap().is_none());
+        let mut log = r.into_log().unwrap();
+        assert_eq!(log.append(0, 9, b"k", 1, true).unwrap(), 9);
     }
 
     fn encode(op: &Op, out: &mut Vec<u8>) {

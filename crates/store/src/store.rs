@@ -297,12 +297,9 @@ impl Store {
             Some(dir) => Box::new(LsmKv::open(dir, config.cache_bytes, Some(gc))?),
             None => Box::new(MemKv::new(Some(gc))),
         };
-        let (oplog, replay) = match &config.dir {
-            Some(dir) => {
-                let (log, ops) = crate::oplog::OpLog::open(&dir.join(OPLOG_DIR))?;
-                (Some(log), ops)
-            }
-            None => (None, Vec::new()),
+        let replay = match &config.dir {
+            Some(dir) => Some(crate::oplog::OpLog::replay(&dir.join(OPLOG_DIR))?),
+            None => None,
         };
         let databases = config.databases.clamp(1, INTERNAL_DB);
         let epoch = match kv.get(Space::Meta, &epoch_key())? {
@@ -347,7 +344,8 @@ impl Store {
             keyspace_hits: std::sync::atomic::AtomicU64::new(0),
             keyspace_misses: std::sync::atomic::AtomicU64::new(0),
             ccache: crate::container_cache::ContainerCache::default(),
-            dirty: crate::dirty::Dirty::new(oplog),
+            // The log is installed once replayed (`recover`).
+            dirty: crate::dirty::Dirty::new(None),
         });
         let store = Store { inner };
         store.recover(replay)?;
@@ -358,8 +356,9 @@ impl Store {
     }
 
     /// Applies the operation log's records that the `Kv` lacks (see
-    /// `docs/handoff/write-back-tier.md`, step 7), persists, and empties
-    /// the log. A record applies when its seq is above the key's last
+    /// `docs/handoff/write-back-tier.md`, step 7), read one at a time from
+    /// `replay`, then turns the tier on with the log, persists and empties
+    /// it. A record applies when its seq is above the key's last
     /// absorb (`wb` entry, of any version: an absorb writes the key's
     /// state after all its records up to that seq, a TR.BITOP result
     /// having replaced those before it). A single-bit edit
@@ -367,16 +366,18 @@ impl Store {
     /// TR.BITOP result) is written under a fresh version, which the later
     /// records of its version then name instead, so that a replay
     /// repeated after a crash during recovery gives the same state.
-    fn recover(&self, ops: Vec<crate::oplog::Op>) -> Result<()> {
+    /// Without `replay` (no directory) there is nothing to do.
+    fn recover(&self, replay: Option<crate::oplog::Replay>) -> Result<()> {
         use crate::oplog::Change;
-        if ops.is_empty() {
-            return self.checkpoint();
-        }
+        let Some(mut replay) = replay else {
+            return Ok(());
+        };
         let absorbed = self.absorbed_seqs()?;
         // (db, logged version, key) → the version its value was written
         // under by this recovery.
         let mut rewritten: HashMap<(u16, u64, Vec<u8>), u64> = HashMap::new();
-        for op in ops {
+        let mut applied = false;
+        while let Some(op) = replay.next_op()? {
             let id = (op.db, op.version, op.key);
             let done = absorbed
                 .get(&(id.0, id.2.clone()))
@@ -401,8 +402,12 @@ impl Store {
                 }
             }
             t.commit()?;
+            applied = true;
         }
-        self.inner.kv.persist()?;
+        self.inner.dirty.install_log(replay.into_log()?);
+        if applied {
+            self.inner.kv.persist()?;
+        }
         self.checkpoint()
     }
 
