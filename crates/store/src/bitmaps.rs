@@ -2105,7 +2105,7 @@ impl Txn {
         // `summary_of_bitmap`), without an in-memory `Bitmap`.
         let mut s = BitmapSummary::default();
         let mut out: Vec<(u16, Vec<u8>)> = Vec::new();
-        if self.keep_dest.is_some() && self.tier_may_take(db, dest) {
+        if self.tier_may_take(db, dest) {
             // Collected as the tier keeps them: padded, and shared with
             // the sources' cache entries where a block is one source's own.
             let mut kept: Vec<(u16, Arc<[u8]>)> = Vec::new();
@@ -2155,13 +2155,17 @@ impl Txn {
     }
 
     /// True when [`Txn::bm_bitop_dirty`] may take a result into `dest`,
-    /// as far as it can be told before the result is known: the tier is
-    /// on, this `Txn` has written nothing and `dest` is a bitmap without
-    /// expiry. An error reading `dest` answers false (it surfaces again on
-    /// the ordinary path).
+    /// as far as it can be told before the result is known: this `Txn`
+    /// was begun by `Store::begin_keeping` for `dest` and has written
+    /// nothing, the tier is on, and `dest` is a bitmap without expiry (the
+    /// tier never changes a key's existence or expiry, which SCAN, DBSIZE
+    /// and the expiry index read from the `Kv`). An error reading `dest`
+    /// answers false (it surfaces again on the ordinary path).
     fn tier_may_take(&mut self, db: u16, dest: &[u8]) -> bool {
-        self.inner.dirty.enabled()
+        let mk = keys::KeyBuf::meta(db, dest);
+        self.keep_dest.as_deref() == Some(&mk[..])
             && self.writes_nothing()
+            && self.inner.dirty.enabled()
             && matches!(self.meta_of(db, dest, Kind::Bitmap), Ok(Some(m)) if m.expire_at_ms == 0)
     }
 
@@ -2170,17 +2174,14 @@ impl Txn {
     /// `dest`'s state under a fresh version, kept whole in the dirty map
     /// and logged as one value record (synced by the commit under
     /// `always`); nothing is written to the `Kv`, and the old version's
-    /// entries become garbage once the key is absorbed. Returns false when
-    /// the result is not the tier's to take: this `Txn` was not begun by
-    /// `Store::begin_keeping` for `dest` or has written something, the
-    /// destination is missing or has an expiry (the tier never changes a
-    /// key's existence or expiry, which SCAN, DBSIZE and the expiry index
-    /// read from the `Kv`), the result is empty or over
-    /// `oplog::MAX_VALUE`, or the budget is full.
+    /// entries become garbage once the key is absorbed. Called only where
+    /// [`Txn::tier_may_take`] held before the merge (which writes
+    /// nothing); returns false when the result is still not the tier's to
+    /// take: it is empty or over `oplog::MAX_VALUE`, or the budget is
+    /// full.
     ///
     /// # Errors
-    /// `WrongType` for a destination of another type; `Io` when the log
-    /// cannot be written (nothing changed then).
+    /// `Io` when the log cannot be written (nothing changed then).
     fn bm_bitop_dirty(
         &mut self,
         db: u16,
@@ -2189,19 +2190,9 @@ impl Txn {
         s: &BitmapSummary,
     ) -> Result<bool> {
         let mk = keys::KeyBuf::meta(db, dest);
-        if self.keep_dest.as_deref() != Some(&mk[..])
-            || !self.writes_nothing()
-            || !self.inner.dirty.enabled()
-            || out.is_empty()
-        {
-            return Ok(false);
-        }
-        let Some(m) = self.meta_of(db, dest, Kind::Bitmap)? else {
-            return Ok(false);
-        };
         let body: usize = out.iter().map(|(_, b)| 6 + b.len() - PAD).sum();
         let padded_bytes: usize = out.iter().map(|(_, b)| b.len()).sum();
-        if m.expire_at_ms != 0
+        if out.is_empty()
             || body > crate::oplog::MAX_VALUE
             || !self.inner.dirty.has_room(padded_bytes as u64)
         {
