@@ -576,6 +576,49 @@ mod tests {
         t.commit().unwrap();
     }
 
+    /// A crash after an absorb reached the `Kv` but before its records
+    /// reached the log (the checkpoint persists the `Kv`, then syncs the
+    /// log) leaves a `wb` entry above the log's last record. The sequence
+    /// numbers the log then hands out again must not be taken for
+    /// absorbed: an edit logged after the restart survives the next crash.
+    #[test]
+    fn records_after_a_lost_log_tail_are_not_taken_for_absorbed() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        let mut t = st.begin(&[(0, b"k")]);
+        t.tr_setbits(0, b"k", &[10, 20]).unwrap();
+        t.commit().unwrap();
+        for off in [1, 2, 3] {
+            let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+            t.tr_setbit(0, b"k", off, true).unwrap();
+            t.commit().unwrap();
+        }
+        assert_eq!(st.inner.dirty.len(), 1);
+        // An ordinary read absorbs the key: its `wb` entry names seq 3.
+        assert_eq!(values(&st, b"k").unwrap(), vec![1, 2, 3, 10, 20]);
+        st.inner.kv.persist().unwrap();
+        drop(st);
+        // The crash: the log lost its records.
+        let seg = dir.path().join("roaringd-oplog");
+        for e in std::fs::read_dir(&seg).unwrap() {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(e.unwrap().path())
+                .unwrap()
+                .set_len(0)
+                .unwrap();
+        }
+        let st = open(dir.path());
+        assert_eq!(values(&st, b"k").unwrap(), vec![1, 2, 3, 10, 20]);
+        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+        t.tr_setbit(0, b"k", 100, true).unwrap();
+        t.commit().unwrap();
+        assert_eq!(st.inner.dirty.len(), 1);
+        drop(st);
+        let st = open(dir.path());
+        assert_eq!(values(&st, b"k").unwrap(), vec![1, 2, 3, 10, 20, 100]);
+    }
+
     /// A value record whose containers are not valid is `Corrupt` at
     /// open, not a panic.
     #[test]

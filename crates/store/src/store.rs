@@ -408,7 +408,23 @@ impl Store {
         if applied {
             self.inner.kv.persist()?;
         }
-        self.checkpoint()
+        self.checkpoint()?;
+        // Every key is clean now and the log holds no record (the
+        // checkpoint released every segment but the current, empty one).
+        // So no `wb` entry filters anything; and one may name a record
+        // the log lost (a crash after an absorb reached the `Kv` but
+        // before its records reached the log), whose sequence number the
+        // log hands out again from here: were it kept, that later record
+        // would be taken for absorbed. All go, durably, before any append.
+        let prefix = wb_prefix();
+        let mut batch = WriteBatch::new();
+        for e in self.inner.kv.prefix(Space::Meta, &prefix, false) {
+            batch.delete(Space::Meta, e?.0);
+        }
+        if !batch.is_empty() {
+            self.inner.kv.write(batch, Durability::Sync)?;
+        }
+        Ok(())
     }
 
     /// The `wb` entries: the last absorbed log seq by `(db, key)`.
