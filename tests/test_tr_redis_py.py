@@ -143,6 +143,41 @@ def test_pipelined_single_bit_writes_match_a_model(roaringd_server, proto):
 
 
 @pytest.mark.parametrize("proto", PROTOS)
+def test_a_pipelined_group_the_tier_refuses_keeps_every_edit(roaringd_server, proto):
+    """Two keys with edits kept dirty, then one pipelined group that edits
+    both: its first edit opens a new container (not the write-back tier's),
+    so the group goes through the store, and the second key's edit must
+    not be hidden by that key's dirty state, nor undone when it is written
+    back (SAVE), nor lost at a restart."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    r = srv.redis_py(protocol=proto)
+    models = {}
+    for key in ("ga", "gb"):
+        r.execute_command("TR.SETBITS", key, 10, 20)
+        assert r.execute_command("TR.SETBIT", key, 3, 1) == 0
+        models[key] = {3, 10, 20}
+    p = r.pipeline(transaction=False)
+    p.execute_command("TR.SETBIT", "ga", 1 << 16, 1)
+    p.execute_command("TR.SETBIT", "gb", 7, 1)
+    p.execute_command("TR.GETBIT", "gb", 7)
+    assert p.execute() == [0, 0, 1]
+    models["ga"].add(1 << 16)
+    models["gb"].add(7)
+    for key, model in models.items():
+        check(r, key, model)
+    assert r.execute_command("SAVE")
+    for key, model in models.items():
+        check(r, key, model)
+    r.close()
+    srv.kill()
+    srv.start()
+    r = srv.redis_py(protocol=proto)
+    for key, model in models.items():
+        check(r, key, model)
+    r.close()
+
+
+@pytest.mark.parametrize("proto", PROTOS)
 def test_single_bit_writes_kept_dirty_survive_kill_and_shutdown(roaringd_server, proto):
     """The write-back tier: TR.SETBITs on existing blocks are acknowledged
     from memory and the operation log, and the summary reads (TR.BITCOUNT,

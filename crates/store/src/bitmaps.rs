@@ -1358,11 +1358,16 @@ impl Txn {
     /// # Errors
     /// `WrongType`.
     pub fn tr_setbit(&mut self, db: u16, key: &[u8], off: u32, value: bool) -> Result<bool> {
-        if self.keep_dirty && self.writes_nothing() && self.inner.dirty.enabled() {
-            if let Some(prev) = self.bm_setbit_dirty(db, key, off, value)? {
-                return Ok(prev);
+        if self.keep_dirty {
+            if self.writes_nothing() && self.inner.dirty.enabled() {
+                if let Some(prev) = self.bm_setbit_dirty(db, key, off, value)? {
+                    return Ok(prev);
+                }
             }
-            // Refused by the tier: the normal path, on a clean key.
+            // Not the tier's (refused, the tier off, or this `Txn` has
+            // written already): the normal path, on a clean key. Written
+            // on top of a dirty key, the edit would be hidden by its dirty
+            // state and then undone by its absorb.
             self.bm_absorb(&keys::KeyBuf::meta(db, key));
         }
         let Some(mut e) = self.bm_open(db, key, true)? else {

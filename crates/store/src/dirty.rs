@@ -576,6 +576,34 @@ mod tests {
         t.commit().unwrap();
     }
 
+    /// A `keep_dirty` transaction (a pipeline group of TR.SETBITs) whose
+    /// first edit the tier refuses writes the rest through the `Kv`: each
+    /// dirty key it edits is absorbed first, so no edit is hidden by the
+    /// key's dirty state or undone when that state is written back.
+    #[test]
+    fn a_group_the_tier_refuses_absorbs_each_key_it_edits() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        for key in [&b"a"[..], b"b"] {
+            let mut t = st.begin(&[(0, key)]);
+            t.tr_setbits(0, key, &[10, 20]).unwrap();
+            t.commit().unwrap();
+            let mut t = st.begin_keep_dirty(&[(0, key)]);
+            t.tr_setbit(0, key, 3, true).unwrap();
+            t.commit().unwrap();
+        }
+        assert_eq!(st.inner.dirty.len(), 2);
+        let mut t = st.begin_keep_dirty(&[(0, b"a"), (0, b"b")]);
+        // A new container: not the tier's.
+        t.tr_setbit(0, b"a", 1 << 16, true).unwrap();
+        t.tr_setbit(0, b"b", 7, true).unwrap();
+        t.commit().unwrap();
+        assert_eq!(values(&st, b"a").unwrap(), vec![3, 10, 20, 1 << 16]);
+        assert_eq!(values(&st, b"b").unwrap(), vec![3, 7, 10, 20]);
+        st.checkpoint().unwrap();
+        assert_eq!(values(&st, b"b").unwrap(), vec![3, 7, 10, 20]);
+    }
+
     /// A crash after an absorb reached the `Kv` but before its records
     /// reached the log (the checkpoint persists the `Kv`, then syncs the
     /// log) leaves a `wb` entry above the log's last record. The sequence
