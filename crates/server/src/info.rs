@@ -144,9 +144,10 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
         "persistence" => {
             let _ = write!(
                 o,
-                "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:0\r\nrdb_current_bgsave_time_sec:-1\r\naof_enabled:1\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_write_status:ok\r\nappendfsync:{}\r\n",
+                "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:0\r\nrdb_current_bgsave_time_sec:-1\r\naof_enabled:1\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_write_status:{}\r\nappendfsync:{}\r\n",
                 st.dirty.get(),
                 server.last_save.load(Ordering::Relaxed),
+                if server.store.log_failure().is_some() { "err" } else { "ok" },
                 cfg.get("appendfsync").unwrap_or_default(),
             );
         }

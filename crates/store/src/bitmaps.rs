@@ -2235,7 +2235,7 @@ impl Txn {
             let Some(log) = log.as_mut() else {
                 return Ok(false);
             };
-            let seq = log.append_value(db, version, dest, &bare)?;
+            let seq = log.append_value(db, version, dest, out, PAD)?;
             dirty.record_value(&mk, meta, blocks, seq);
         }
         self.oplog_appended = true;

@@ -85,6 +85,8 @@ pub struct Dirty {
     pub(crate) log: Mutex<Option<OpLog>>,
     /// Whether `log` is `Some` (read without its lock).
     has_log: AtomicBool,
+    /// The log's failure flag (`OpLog::failure_flag`), once installed.
+    log_failed: std::sync::OnceLock<Arc<std::sync::OnceLock<String>>>,
 }
 
 fn shard_of(mk: &[u8]) -> usize {
@@ -104,12 +106,17 @@ impl Dirty {
             bytes: AtomicU64::new(0),
             budget: AtomicU64::new(DEFAULT_BUDGET),
             has_log: AtomicBool::new(log.is_some()),
+            log_failed: log
+                .as_ref()
+                .map(OpLog::failure_flag)
+                .map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
             log: Mutex::new(log),
         }
     }
 
     /// Turns the tier on with `log` (a store's, once replayed).
     pub fn install_log(&self, log: OpLog) {
+        let _ = self.log_failed.set(log.failure_flag());
         *self.log.lock() = Some(log);
         self.has_log.store(true, Ordering::Release);
     }
@@ -143,10 +150,21 @@ impl Dirty {
         self.budget.store(bytes, Ordering::Relaxed);
     }
 
-    /// True when the tier is on (the store has a log).
+    /// True when the tier is on (the store has a log, which has not
+    /// failed, and a budget).
     #[must_use]
     pub fn enabled(&self) -> bool {
-        self.has_log.load(Ordering::Acquire) && self.budget.load(Ordering::Relaxed) > 0
+        self.has_log.load(Ordering::Acquire)
+            && self.budget.load(Ordering::Relaxed) > 0
+            && self.log_failure().is_none()
+    }
+
+    /// The log's first write or sync failure, once there was one: the
+    /// tier then takes no new edit (they go to the `Kv`), and what is
+    /// dirty is written back by the checkpoints.
+    #[must_use]
+    pub fn log_failure(&self) -> Option<&str> {
+        self.log_failed.get()?.get().map(String::as_str)
     }
 
     /// The live meta of dirty key `mk` (its meta key).
@@ -483,6 +501,13 @@ mod tests {
         assert!(st.inner.dirty.is_empty());
     }
 
+    /// TR.SETBITS through an ordinary `Txn`.
+    fn set_bits(st: &Store, key: &[u8], bits: &[u32]) {
+        let mut t = st.begin(&[(0, key)]);
+        t.tr_setbits(0, key, bits).unwrap();
+        t.commit().unwrap();
+    }
+
     /// The keys of `d` now, read by an ordinary (absorbing) `Txn`.
     fn values(st: &Store, key: &[u8]) -> Option<Vec<u32>> {
         let mut t = st.begin(&[(0, key)]);
@@ -585,9 +610,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let st = open(dir.path());
         for key in [&b"a"[..], b"b"] {
-            let mut t = st.begin(&[(0, key)]);
-            t.tr_setbits(0, key, &[10, 20]).unwrap();
-            t.commit().unwrap();
+            set_bits(&st, key, &[10, 20]);
             let mut t = st.begin_keep_dirty(&[(0, key)]);
             t.tr_setbit(0, key, 3, true).unwrap();
             t.commit().unwrap();
@@ -604,6 +627,47 @@ mod tests {
         assert_eq!(values(&st, b"b").unwrap(), vec![3, 7, 10, 20]);
     }
 
+    /// A failed log write turns the tier off: the edit it lost stays
+    /// readable and is written back to the `Kv` (so it survives a crash),
+    /// later edits go to the `Kv`, and appends are refused.
+    #[test]
+    fn a_failed_log_write_turns_the_tier_off_and_loses_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        set_bits(&st, b"k", &[10, 20]);
+        let setbit = |off: u32| {
+            let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+            t.tr_setbit(0, b"k", off, true).unwrap();
+            t.commit().unwrap();
+        };
+        setbit(1);
+        st.inner.dirty.log.lock().as_mut().unwrap().flush().unwrap();
+        st.inner.dirty.log.lock().as_mut().unwrap().break_writes();
+        // Queued, acknowledged, then lost by the write.
+        setbit(2);
+        assert_eq!(st.inner.dirty.len(), 1);
+        assert!(st.inner.dirty.log.lock().as_mut().unwrap().flush().is_err());
+        assert!(st.log_failure().is_some());
+        assert!(!st.inner.dirty.enabled());
+        {
+            let mut log = st.inner.dirty.log.lock();
+            let log = log.as_mut().unwrap();
+            assert!(log.append(0, 1, b"k", 5, true).is_err());
+            assert!(log.sync().is_err());
+        }
+        // The tier is off: this edit goes to the `Kv`, absorbing the key.
+        setbit(3);
+        assert!(st.inner.dirty.is_empty());
+        assert_eq!(values(&st, b"k").unwrap(), vec![1, 2, 3, 10, 20]);
+        // Nothing is dirty: a checkpoint (and SAVE) needs the `Kv` only.
+        st.checkpoint().unwrap();
+        st.persist().unwrap();
+        drop(st);
+        let st = open(dir.path());
+        assert!(st.log_failure().is_none());
+        assert_eq!(values(&st, b"k").unwrap(), vec![1, 2, 3, 10, 20]);
+    }
+
     /// A crash after an absorb reached the `Kv` but before its records
     /// reached the log (the checkpoint persists the `Kv`, then syncs the
     /// log) leaves a `wb` entry above the log's last record. The sequence
@@ -613,9 +677,7 @@ mod tests {
     fn records_after_a_lost_log_tail_are_not_taken_for_absorbed() {
         let dir = tempfile::tempdir().unwrap();
         let st = open(dir.path());
-        let mut t = st.begin(&[(0, b"k")]);
-        t.tr_setbits(0, b"k", &[10, 20]).unwrap();
-        t.commit().unwrap();
+        set_bits(&st, b"k", &[10, 20]);
         for off in [1, 2, 3] {
             let mut t = st.begin_keep_dirty(&[(0, b"k")]);
             t.tr_setbit(0, b"k", off, true).unwrap();
@@ -653,7 +715,7 @@ mod tests {
     fn a_hostile_value_record_is_corrupt() {
         let dir = tempfile::tempdir().unwrap();
         let (mut log, _) = crate::oplog::OpLog::open(&dir.path().join("roaringd-oplog")).unwrap();
-        log.append_value(0, 1, b"k", &[(0u16, vec![0xff; 5])])
+        log.append_value(0, 1, b"k", &[(0u16, vec![0xff; 5].into())], 0)
             .unwrap();
         log.sync().unwrap();
         drop(log);

@@ -21,15 +21,32 @@
 //! last segment (a write torn by a crash: the tail from there is cut off
 //! and appends continue at that point); anywhere else it is `Corrupt`.
 //!
-//! Durability is the caller's: [`OpLog::append`] buffers, [`OpLog::flush`]
-//! hands the buffer to the OS (enough for a process crash), and
-//! [`OpLog::sync`] makes it durable (power loss). Segments whose records
-//! have all been written back are removed by [`OpLog::release_below`].
+//! Durability is the caller's: [`OpLog::append`] and
+//! [`OpLog::append_value`] only queue a record (a value record keeps its
+//! containers shared with the dirty map, and its check is computed when it
+//! is written); [`OpLog::flush`] writes the queue and hands it to the OS
+//! (enough for a process crash), and [`OpLog::sync`] makes it durable
+//! (power loss). A writer thread ([`OpLog::take_for_writer`]) writes the
+//! queue off the command path, a few milliseconds after it stops being
+//! empty, so a command that appends neither hashes nor copies its record;
+//! past [`MAX_PENDING`] bytes an append writes the queue itself. Records
+//! are written in sequence order whoever writes them (the queue is taken
+//! under the log's lock, the segment's own lock before that one is let go).
+//! A failed write or sync poisons the log: every later append, flush and
+//! sync fails ([`OpLog::failure_flag`]); the store then turns the tier
+//! off.
+//! Segments whose records have all been written back are removed by
+//! [`OpLog::release_below`].
 
 use std::fs::{File, OpenOptions};
 use std::hash::Hasher as _;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::thread::Thread;
+
+use parking_lot::lock_api::ArcMutexGuard;
+use parking_lot::{Mutex, RawMutex};
 
 use crate::error::{Result, StoreError};
 
@@ -46,6 +63,10 @@ pub const MAX_VALUE: usize = 1 << 20;
 
 /// Buffer size of the appending writer.
 const BUFFER: usize = 64 * 1024;
+
+/// Queued bytes past which an append writes the queue itself (the writer
+/// thread has fallen behind): the bound on the queue's memory.
+pub const MAX_PENDING: usize = 8 << 20;
 
 /// The kind byte of a value record.
 const KIND_VALUE: u8 = 2;
@@ -106,10 +127,39 @@ pub fn decode_blocks(mut buf: &[u8]) -> Option<Vec<(u16, &[u8])>> {
     Some(out)
 }
 
+/// A queued record, not written yet.
+enum Item {
+    /// Whole records, framed and checked (single-bit edits).
+    Records(Vec<u8>),
+    /// A value record: its frame, fixed part and key (the check not set
+    /// yet), then the containers `bytes[pad..]` of `blocks`.
+    Value {
+        head: Vec<u8>,
+        blocks: Vec<(u16, Arc<[u8]>)>,
+        pad: usize,
+    },
+}
+
+/// The segment being appended to.
+struct Sink {
+    out: BufWriter<File>,
+}
+
 /// The log, open for appending. See the module docs.
 pub struct OpLog {
     dir: PathBuf,
-    out: BufWriter<File>,
+    /// The segment, locked by whoever writes the queue (after the log).
+    sink: Arc<Mutex<Sink>>,
+    /// The first write or sync failure (see [`OpLog::failure_flag`]).
+    failed: Arc<OnceLock<String>>,
+    /// Records appended and not written yet, in sequence order.
+    queue: Vec<Item>,
+    /// Bytes of `queue`'s records.
+    queued: usize,
+    /// The writer thread, woken when the queue stops being empty.
+    writer: Option<Thread>,
+    /// A wake-up was sent since the writer last took the queue.
+    woken: bool,
     /// First sequence numbers of the segments on disk, ascending; the
     /// last one is the segment being appended to.
     segments: Vec<u64>,
@@ -117,6 +167,91 @@ pub struct OpLog {
     next: u64,
     /// Encoding buffer of `append`.
     scratch: Vec<u8>,
+}
+
+/// Queued records taken for writing, with the segment's lock: written in
+/// order by [`Batch::write`], outside the log's lock.
+pub struct Batch {
+    items: Vec<Item>,
+    sink: ArcMutexGuard<RawMutex, Sink>,
+    failed: Arc<OnceLock<String>>,
+}
+
+impl Batch {
+    /// Writes the records and hands them to the OS. A failure poisons
+    /// the log (a record may then be torn: the next open cuts it off).
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn write(mut self) -> Result<()> {
+        self.write_out().map(|_| ())
+    }
+
+    /// [`Batch::write`], then the segment's lock, still held.
+    fn write_out(&mut self) -> Result<&mut Sink> {
+        if let Some(e) = self.failed.get() {
+            return Err(poisoned(e));
+        }
+        let out = &mut self.sink.out;
+        let mut write = || -> std::io::Result<()> {
+            for item in &mut self.items {
+                match item {
+                    Item::Records(b) => out.write_all(b)?,
+                    Item::Value { head, blocks, pad } => {
+                        // The check covers the head after its frame, and
+                        // every block's framing and bytes, in record order.
+                        let mut h = twox_hash::XxHash3_64::new();
+                        h.write(&head[8..]);
+                        for (hi, b) in blocks.iter() {
+                            h.write(&block_frame(*hi, &b[*pad..]));
+                            h.write(&b[*pad..]);
+                        }
+                        head[4..8].copy_from_slice(&(h.finish() as u32).to_le_bytes());
+                        out.write_all(head)?;
+                        for (hi, b) in blocks.iter() {
+                            out.write_all(&block_frame(*hi, &b[*pad..]))?;
+                            out.write_all(&b[*pad..])?;
+                        }
+                    }
+                }
+            }
+            out.flush()
+        };
+        match write() {
+            Ok(()) => Ok(&mut self.sink),
+            Err(e) => Err(fail(&self.failed, "write", e)),
+        }
+    }
+
+    /// [`Batch::write`], then syncs the segment.
+    fn write_and_sync(&mut self) -> Result<&mut Sink> {
+        let failed = Arc::clone(&self.failed);
+        let sink = self.write_out()?;
+        match sink.out.get_ref().sync_data() {
+            Ok(()) => Ok(sink),
+            Err(e) => Err(fail(&failed, "sync", e)),
+        }
+    }
+}
+
+/// The framing of a value record's container: `block: u16 | len: u32`.
+fn block_frame(hi: u16, b: &[u8]) -> [u8; 6] {
+    let mut f = [0u8; 6];
+    f[..2].copy_from_slice(&hi.to_le_bytes());
+    f[2..].copy_from_slice(&(b.len() as u32).to_le_bytes());
+    f
+}
+
+/// Records the log's first failure and returns it as an error.
+fn fail(failed: &OnceLock<String>, what: &str, e: std::io::Error) -> StoreError {
+    let _ = failed.set(format!("{what}: {e}"));
+    io(what, e)
+}
+
+fn poisoned(e: &str) -> StoreError {
+    StoreError::Io(format!(
+        "operation log: refused after an earlier failure ({e})"
+    ))
 }
 
 fn io(what: &str, e: std::io::Error) -> StoreError {
@@ -346,7 +481,14 @@ impl Replay {
             .map_err(|e| io("open", e))?;
         Ok(OpLog {
             dir: self.dir,
-            out: BufWriter::with_capacity(BUFFER, file),
+            sink: Arc::new(Mutex::new(Sink {
+                out: BufWriter::with_capacity(BUFFER, file),
+            })),
+            failed: Arc::new(OnceLock::new()),
+            queue: Vec::new(),
+            queued: 0,
+            writer: None,
+            woken: false,
             segments: self.segments,
             next: self.next,
             scratch: Vec::new(),
@@ -388,6 +530,15 @@ impl OpLog {
         Ok((r.into_log()?, ops))
     }
 
+    /// Test hook: the segment's writes fail from here on (its file is
+    /// reopened read-only), as on a full or failing disk.
+    #[cfg(test)]
+    pub(crate) fn break_writes(&mut self) {
+        let last = *self.segments.last().expect("a segment");
+        let file = File::open(self.dir.join(segment_name(last))).unwrap();
+        self.sink.lock().out = BufWriter::with_capacity(BUFFER, file);
+    }
+
     /// Sequence number the next append gets.
     #[must_use]
     pub fn next_seq(&self) -> u64 {
@@ -400,11 +551,77 @@ impl OpLog {
         &self.segments
     }
 
-    /// Appends an edit (buffered) and returns its sequence number.
+    /// The writer thread to wake when the queue stops being empty (it
+    /// then calls [`OpLog::take_for_writer`]). Without one, the queue is
+    /// written by [`OpLog::flush`], [`OpLog::sync`] and appends past
+    /// [`MAX_PENDING`].
+    pub fn set_writer(&mut self, writer: Thread) {
+        self.writer = Some(writer);
+    }
+
+    /// The log's first write or sync failure, once there was one (from
+    /// then on every append, flush and sync fails), read without the
+    /// log's lock.
+    #[must_use]
+    pub fn failure_flag(&self) -> Arc<OnceLock<String>> {
+        Arc::clone(&self.failed)
+    }
+
+    /// Takes the queue for writing, with the segment's lock (waiting for
+    /// a write in progress): the records are written in order, by
+    /// [`Batch::write`], once this log's lock is let go.
+    fn take(&mut self) -> Batch {
+        let sink = self.sink.lock_arc();
+        self.queued = 0;
+        self.woken = false;
+        Batch {
+            items: std::mem::take(&mut self.queue),
+            sink,
+            failed: Arc::clone(&self.failed),
+        }
+    }
+
+    /// The writer thread's turn: the queue to write, or `None` when it is
+    /// empty or the log has failed.
+    pub fn take_for_writer(&mut self) -> Option<Batch> {
+        self.woken = false;
+        if self.queue.is_empty() || self.failed.get().is_some() {
+            return None;
+        }
+        Some(self.take())
+    }
+
+    /// Before an append: fails once the log has; writes the queue when
+    /// it holds [`MAX_PENDING`] bytes or more.
+    fn make_room(&mut self) -> Result<()> {
+        if let Some(e) = self.failed.get() {
+            return Err(poisoned(e));
+        }
+        if self.queued >= MAX_PENDING {
+            self.take().write()?;
+        }
+        Ok(())
+    }
+
+    /// After an append: counts its bytes and wakes the writer when the
+    /// queue was empty.
+    fn queued(&mut self, bytes: usize) {
+        self.queued += bytes;
+        self.next += 1;
+        if !self.woken {
+            if let Some(w) = &self.writer {
+                self.woken = true;
+                w.unpark();
+            }
+        }
+    }
+
+    /// Queues an edit and returns its sequence number.
     ///
     /// # Errors
-    /// `Io` when the buffer could not be written out; `Corrupt` for a key
-    /// over [`MAX_KEY`] (nothing is appended then).
+    /// `Io` when the log has failed or the full queue could not be
+    /// written; `Corrupt` for a key over [`MAX_KEY`] (nothing is appended
+    /// then).
     pub fn append(
         &mut self,
         db: u16,
@@ -413,11 +630,14 @@ impl OpLog {
         offset: u32,
         set: bool,
     ) -> Result<u64> {
+        self.make_room()?;
         let seq = self.start_record((db, version, key), (u8::from(set), offset))?;
-        self.out
-            .write_all(&self.scratch)
-            .map_err(|e| io("write", e))?;
-        self.next += 1;
+        let n = self.scratch.len();
+        match self.queue.last_mut() {
+            Some(Item::Records(b)) => b.extend_from_slice(&self.scratch),
+            _ => self.queue.push(Item::Records(self.scratch.clone())),
+        }
+        self.queued(n);
         Ok(seq)
     }
 
@@ -444,87 +664,76 @@ impl OpLog {
         Ok(self.next)
     }
 
-    /// Appends a whole value (buffered): key `key` becomes, under
-    /// `version`, the bitmap of containers `blocks` (block, container
-    /// bytes), recorded as [`encode_blocks`] lays them out. The containers
-    /// go to the writer as they are (no encoded copy first). Returns its
-    /// sequence number.
+    /// Queues a whole value: key `key` becomes, under `version`, the
+    /// bitmap of containers `(block, bytes[pad..])`, recorded as
+    /// [`encode_blocks`] lays them out. The containers stay shared until
+    /// written (no copy now; they must not change, as no `Arc<[u8]>` of
+    /// the store does). Returns its sequence number.
     ///
     /// # Errors
     /// As [`OpLog::append`]; `Corrupt` too when the containers take over
-    /// [`MAX_VALUE`] bytes so laid out (nothing is appended then).
-    pub fn append_value<B: AsRef<[u8]>>(
+    /// [`MAX_VALUE`] bytes so laid out, or `pad` is past a container's
+    /// end (nothing is appended then).
+    pub fn append_value(
         &mut self,
         db: u16,
         version: u64,
         key: &[u8],
-        blocks: &[(u16, B)],
+        blocks: &[(u16, Arc<[u8]>)],
+        pad: usize,
     ) -> Result<u64> {
-        let body: usize = blocks.iter().map(|(_, b)| 6 + b.as_ref().len()).sum();
+        if blocks.iter().any(|(_, b)| b.len() < pad) {
+            return Err(StoreError::corrupt(
+                "operation log: container shorter than its pad",
+            ));
+        }
+        let body: usize = blocks.iter().map(|(_, b)| 6 + b.len() - pad).sum();
         if body > MAX_VALUE {
             return Err(StoreError::corrupt("operation log: value too long"));
         }
-        // The fixed part and the key in `scratch`; the check covers them
-        // and every block's framing and bytes, in record order.
+        self.make_room()?;
         let seq = self.start_record((db, version, key), (KIND_VALUE, key.len() as u32))?;
-        let len = self.scratch.len() - 8 + body;
-        self.scratch[..4].copy_from_slice(&(len as u32).to_le_bytes());
-        let mut h = twox_hash::XxHash3_64::new();
-        h.write(&self.scratch[8..]);
-        let frame = |hi: u16, b: &[u8]| {
-            let mut f = [0u8; 6];
-            f[..2].copy_from_slice(&hi.to_le_bytes());
-            f[2..].copy_from_slice(&(b.len() as u32).to_le_bytes());
-            f
-        };
-        for (hi, b) in blocks {
-            h.write(&frame(*hi, b.as_ref()));
-            h.write(b.as_ref());
-        }
-        let check = h.finish() as u32;
-        self.scratch[4..8].copy_from_slice(&check.to_le_bytes());
-        let mut write = || -> std::io::Result<()> {
-            self.out.write_all(&self.scratch)?;
-            for (hi, b) in blocks {
-                self.out.write_all(&frame(*hi, b.as_ref()))?;
-                self.out.write_all(b.as_ref())?;
-            }
-            Ok(())
-        };
-        // A failed write may leave part of the record in the file: a torn
-        // tail, which the next open cuts off.
-        write().map_err(|e| io("write", e))?;
-        self.next += 1;
+        let mut head = self.scratch.clone();
+        let len = head.len() - 8 + body;
+        head[..4].copy_from_slice(&(len as u32).to_le_bytes());
+        self.queue.push(Item::Value {
+            head,
+            blocks: blocks.to_vec(),
+            pad,
+        });
+        self.queued(8 + len);
         Ok(seq)
     }
 
-    /// Hands every buffered record to the OS (survives a process crash).
+    /// Writes every queued record and hands them to the OS (survives a
+    /// process crash).
     ///
     /// # Errors
-    /// `Io`.
+    /// `Io`, and once the log has failed.
     pub fn flush(&mut self) -> Result<()> {
-        self.out.flush().map_err(|e| io("write", e))
+        self.take().write()
     }
 
-    /// Hands every buffered record to the OS and returns a handle on the
-    /// current segment: its `sync_data` makes them durable without
-    /// holding the log. A sync of a second's TR.BITOP results can take
-    /// long, and appends wait for the log's lock meanwhile.
+    /// Writes every queued record, hands them to the OS and returns a
+    /// handle on the current segment: its `sync_data` makes them durable
+    /// without holding the log. A sync of a second's TR.BITOP results can
+    /// take long, and appends wait for the log's lock meanwhile.
     ///
     /// # Errors
-    /// `Io`.
+    /// `Io`, and once the log has failed.
     pub fn flushed_segment(&mut self) -> Result<File> {
-        self.flush()?;
-        self.out.get_ref().try_clone().map_err(|e| io("open", e))
+        let mut batch = self.take();
+        let sink = batch.write_out()?;
+        sink.out.get_ref().try_clone().map_err(|e| io("open", e))
     }
 
-    /// Flushes and syncs the current segment (survives power loss).
+    /// Writes the queue and syncs the current segment (survives power
+    /// loss).
     ///
     /// # Errors
-    /// `Io`.
+    /// `Io`, and once the log has failed.
     pub fn sync(&mut self) -> Result<()> {
-        self.flush()?;
-        self.out.get_ref().sync_data().map_err(|e| io("sync", e))
+        self.take().write_and_sync().map(|_| ())
     }
 
     /// Syncs the current segment and starts a new one at the next
@@ -536,13 +745,14 @@ impl OpLog {
         if self.segments.last() == Some(&self.next) {
             return Ok(());
         }
-        self.sync()?;
+        let mut batch = self.take();
+        let sink = batch.write_and_sync()?;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.dir.join(segment_name(self.next)))
             .map_err(|e| io("open", e))?;
-        self.out = BufWriter::with_capacity(BUFFER, file);
+        sink.out = BufWriter::with_capacity(BUFFER, file);
         self.segments.push(self.next);
         Ok(())
     }
@@ -560,6 +770,16 @@ impl OpLog {
             self.segments.remove(0);
         }
         Ok(())
+    }
+}
+
+impl Drop for OpLog {
+    /// Writes what is queued (a store dropped without a shutdown is a
+    /// process that went on running: its records reach the OS).
+    fn drop(&mut self) {
+        if self.failed.get().is_none() && !self.queue.is_empty() {
+            let _ = self.flush();
+        }
     }
 }
 
@@ -601,7 +821,7 @@ mod tests {
         let block = |i: u8| vec![i; 900_000];
         let (mut log, _) = OpLog::open(dir.path()).unwrap();
         for i in 0..8u8 {
-            log.append_value(0, u64::from(i), b"k", &[(u16::from(i), block(i))])
+            log.append_value(0, u64::from(i), b"k", &[(u16::from(i), block(i).into())], 0)
                 .unwrap();
         }
         log.sync().unwrap();
@@ -666,8 +886,12 @@ mod tests {
         let seq = match &o.change {
             Change::Bit { offset, set } => log.append(o.db, o.version, &o.key, *offset, *set),
             Change::Value(v) => {
-                let blocks = decode_blocks(v).unwrap();
-                log.append_value(o.db, o.version, &o.key, &blocks)
+                let blocks: Vec<(u16, Arc<[u8]>)> = decode_blocks(v)
+                    .unwrap()
+                    .into_iter()
+                    .map(|(hi, b)| (hi, b.into()))
+                    .collect();
+                log.append_value(o.db, o.version, &o.key, &blocks, 0)
             }
         }
         .unwrap();
@@ -796,7 +1020,10 @@ mod tests {
         let (mut log, _) = OpLog::open(dir.path()).unwrap();
         assert!(log.append(0, 1, &vec![0; MAX_KEY + 1], 0, true).is_err());
         assert!(log
-            .append_value(0, 1, b"k", &[(0, vec![0; MAX_VALUE])])
+            .append_value(0, 1, b"k", &[(0, vec![0; MAX_VALUE].into())], 0)
+            .is_err());
+        assert!(log
+            .append_value(0, 1, b"k", &[(0, vec![0; 3].into())], 4)
             .is_err());
         assert_eq!(log.next_seq(), 1);
     }

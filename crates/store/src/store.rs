@@ -351,6 +351,11 @@ impl Store {
         store.recover(replay)?;
         if config.dir.is_some() {
             spawn_persister(Arc::downgrade(&store.inner));
+            if let Some(writer) = spawn_log_writer(Arc::downgrade(&store.inner)) {
+                if let Some(log) = store.inner.dirty.log.lock().as_mut() {
+                    log.set_writer(writer);
+                }
+            }
         }
         Ok(store)
     }
@@ -465,6 +470,9 @@ impl Store {
             self.inner.dirty.min_first_seq().unwrap_or(log.next_seq())
         };
         self.inner.kv.persist()?;
+        if let Some(done) = self.after_log_failure() {
+            return done;
+        }
         // The rotation below syncs the segment under the log's lock: most
         // of it is synced here first, without the lock.
         self.sync_log()?;
@@ -522,6 +530,14 @@ impl Store {
     /// checkpoint). See `dirty.rs`.
     pub fn set_write_back_bytes(&self, bytes: u64) {
         self.inner.dirty.set_budget(bytes);
+    }
+
+    /// The operation log's first write or sync failure, once there was
+    /// one (INFO's `aof_last_write_status`): the write-back tier has been
+    /// off since (`Dirty::log_failure`).
+    #[must_use]
+    pub fn log_failure(&self) -> Option<String> {
+        self.inner.dirty.log_failure().map(str::to_string)
     }
 
     /// The write-back tier's dirty keys and container bytes now.
@@ -608,10 +624,29 @@ impl Store {
         self.sync_log()
     }
 
+    /// Once the operation log has failed (`Dirty::log_failure`), what a
+    /// sync of it comes to: the tier is off, and the checkpoints write
+    /// every dirty key back to the `Kv`; once none is left, a persisted
+    /// `Kv` holds everything (the log's records are then all absorbed),
+    /// which is `Ok`. `None` while the log works.
+    fn after_log_failure(&self) -> Option<Result<()>> {
+        let e = self.inner.dirty.log_failure()?;
+        Some(if self.inner.dirty.is_empty() {
+            Ok(())
+        } else {
+            Err(StoreError::Io(format!(
+                "operation log: failed ({e}); keys still dirty"
+            )))
+        })
+    }
+
     /// Syncs the operation log's records appended so far, outside its
     /// lock (`OpLog::flushed_segment`), so that the tier's appends go on
     /// meanwhile.
     fn sync_log(&self) -> Result<()> {
+        if let Some(done) = self.after_log_failure() {
+            return done;
+        }
         let seg = match self.inner.dirty.log.lock().as_mut() {
             Some(log) => log.flushed_segment()?,
             None => return Ok(()),
@@ -763,6 +798,38 @@ impl Store {
             Durability::Lazy
         }
     }
+}
+
+/// How long the log writer waits, once woken, for more records to join
+/// the same write.
+const LOG_GATHER: Duration = Duration::from_millis(2);
+
+/// Starts the operation log's writer (`oplog`'s module docs): woken by the
+/// first record queued after each write, it gathers for [`LOG_GATHER`],
+/// then writes the queue and hands it to the OS, outside the log's lock.
+/// A failure poisons the log (the tier turns itself off). Returns its
+/// handle, or `None` when no thread could be started (appends then write
+/// the queue at [`crate::oplog::MAX_PENDING`], and the persister each
+/// second).
+fn spawn_log_writer(weak: Weak<Inner>) -> Option<std::thread::Thread> {
+    let handle = std::thread::Builder::new()
+        .name("roaringd-oplog".into())
+        .spawn(move || loop {
+            std::thread::park_timeout(Duration::from_millis(500));
+            std::thread::sleep(LOG_GATHER);
+            let Some(inner) = weak.upgrade() else { return };
+            let batch = inner
+                .dirty
+                .log
+                .lock()
+                .as_mut()
+                .and_then(crate::oplog::OpLog::take_for_writer);
+            if let Some(batch) = batch {
+                let _ = batch.write();
+            }
+        })
+        .ok()?;
+    Some(handle.thread().clone())
 }
 
 fn spawn_persister(weak: Weak<Inner>) {
