@@ -27,8 +27,9 @@
 //! is written); [`OpLog::flush`] writes the queue and hands it to the OS
 //! (enough for a process crash), and [`OpLog::sync`] makes it durable
 //! (power loss). A writer thread ([`OpLog::take_for_writer`]) writes the
-//! queue off the command path, a few milliseconds after it stops being
-//! empty, so a command that appends neither hashes nor copies its record;
+//! queue off the command path, a few milliseconds after a value record
+//! or 64 KiB of edits is queued (the persister's flush each second takes
+//! the rest), so a command that appends neither hashes nor copies its record;
 //! past [`MAX_PENDING`] bytes an append writes the queue itself. Records
 //! are written in sequence order whoever writes them (the queue is taken
 //! under the log's lock, the segment's own lock before that one is let go).
@@ -603,12 +604,14 @@ impl OpLog {
         Ok(())
     }
 
-    /// After an append: counts its bytes and wakes the writer when the
-    /// queue was empty.
-    fn queued(&mut self, bytes: usize) {
+    /// After an append: counts its bytes and wakes the writer for a value
+    /// record, or once single-bit edits fill [`BUFFER`] (as often as the
+    /// buffered writer of earlier builds wrote them: a wake-up per edit
+    /// would cost TR.SETBIT more than the write it moves).
+    fn queued(&mut self, bytes: usize, value: bool) {
         self.queued += bytes;
         self.next += 1;
-        if !self.woken {
+        if !self.woken && (value || self.queued >= BUFFER) {
             if let Some(w) = &self.writer {
                 self.woken = true;
                 w.unpark();
@@ -637,7 +640,7 @@ impl OpLog {
             Some(Item::Records(b)) => b.extend_from_slice(&self.scratch),
             _ => self.queue.push(Item::Records(self.scratch.clone())),
         }
-        self.queued(n);
+        self.queued(n, false);
         Ok(seq)
     }
 
@@ -701,7 +704,7 @@ impl OpLog {
             blocks: blocks.to_vec(),
             pad,
         });
-        self.queued(8 + len);
+        self.queued(8 + len, true);
         Ok(seq)
     }
 

@@ -804,8 +804,9 @@ impl Store {
 /// the same write.
 const LOG_GATHER: Duration = Duration::from_millis(2);
 
-/// Starts the operation log's writer (`oplog`'s module docs): woken by the
-/// first record queued after each write, it gathers for [`LOG_GATHER`],
+/// Starts the operation log's writer (`oplog`'s module docs): woken by a
+/// value record or 64 KiB of edits queued after its last write, it
+/// gathers for [`LOG_GATHER`],
 /// then writes the queue and hands it to the OS, outside the log's lock.
 /// A failure poisons the log (the tier turns itself off). Returns its
 /// handle, or `None` when no thread could be started (appends then write
