@@ -157,7 +157,8 @@ pub struct OpLog {
     queue: Vec<Item>,
     /// Bytes of `queue`'s records.
     queued: usize,
-    /// The writer thread, woken when the queue stops being empty.
+    /// The writer thread, woken by a value record or [`BUFFER`] bytes of
+    /// edits queued since it last took the queue.
     writer: Option<Thread>,
     /// A wake-up was sent since the writer last took the queue.
     woken: bool,
@@ -552,8 +553,8 @@ impl OpLog {
         &self.segments
     }
 
-    /// The writer thread to wake when the queue stops being empty (it
-    /// then calls [`OpLog::take_for_writer`]). Without one, the queue is
+    /// The writer thread to wake when a value record or [`BUFFER`] bytes
+    /// of edits are queued (it then calls [`OpLog::take_for_writer`]). Without one, the queue is
     /// written by [`OpLog::flush`], [`OpLog::sync`] and appends past
     /// [`MAX_PENDING`].
     pub fn set_writer(&mut self, writer: Thread) {
@@ -777,8 +778,9 @@ impl OpLog {
 }
 
 impl Drop for OpLog {
-    /// Writes what is queued (a store dropped without a shutdown is a
-    /// process that went on running: its records reach the OS).
+    /// Writes what is queued, as the buffered writer of earlier builds
+    /// did when dropped: a store dropped without a shutdown (the tests'
+    /// crash) loses no record its process had queued.
     fn drop(&mut self) {
         if self.failed.get().is_none() && !self.queue.is_empty() {
             let _ = self.flush();
