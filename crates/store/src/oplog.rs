@@ -553,10 +553,10 @@ impl OpLog {
         &self.segments
     }
 
-    /// The writer thread to wake when a value record or [`BUFFER`] bytes
-    /// of edits are queued (it then calls [`OpLog::take_for_writer`]). Without one, the queue is
-    /// written by [`OpLog::flush`], [`OpLog::sync`] and appends past
-    /// [`MAX_PENDING`].
+    /// The writer thread to wake when a value record or 64 KiB of edits
+    /// are queued (it then calls [`OpLog::take_for_writer`]). Without one,
+    /// the queue is written by [`OpLog::flush`], [`OpLog::sync`] and by
+    /// appends once 8 MiB are pending.
     pub fn set_writer(&mut self, writer: Thread) {
         self.writer = Some(writer);
     }
