@@ -34,7 +34,8 @@ use roaringd_bitmap::setops;
 use roaringd_bitmap::{Bitmap, ContainerBuf, ContainerRef, ContainerView, Kind as CKind};
 
 use crate::bitmap_delta::{self as delta, Folded, FoldedBlock};
-use crate::container_cache::{deltas_of, padded, ContainerCache, Snap, PAD};
+use crate::block_facts::{low_sum, BlockFacts};
+use crate::container_cache::{deltas_of, facts_of, padded, padded_with, ContainerCache, Snap, PAD};
 use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::kv::Space;
@@ -145,215 +146,6 @@ fn kind_index(k: CKind) -> usize {
     }
 }
 
-/// Bit `b` of a bit index within a word, as a mask over the word's bits:
-/// `sum of set indices = Σ_b popcount(w & MASK[b]) << b`.
-const INDEX_BIT_MASKS: [u64; 6] = [
-    0xAAAA_AAAA_AAAA_AAAA,
-    0xCCCC_CCCC_CCCC_CCCC,
-    0xF0F0_F0F0_F0F0_F0F0,
-    0xFF00_FF00_FF00_FF00,
-    0xFFFF_0000_FFFF_0000,
-    0xFFFF_FFFF_0000_0000,
-];
-
-/// Sum of the set bit indices within one word: `Σ_b 2^b·popcount(w & MASK[b])`.
-#[inline(always)]
-fn word_index_sum(w: u64) -> u64 {
-    INDEX_BIT_MASKS
-        .iter()
-        .enumerate()
-        .map(|(b, &m)| u64::from((w & m).count_ones()) << b)
-        .sum()
-}
-
-/// Carry-save adder over three bit vectors: `(carries, sums)`.
-#[inline(always)]
-fn csa(a: u64, b: u64, c: u64) -> (u64, u64) {
-    let u = a ^ b;
-    ((a & b) | (u & c), u ^ c)
-}
-
-/// Sum of the set bits' indices in a bitset. Word-index part:
-/// `64·Σ_i i·popcount(w_i)`. Bit-in-word part: the words are added
-/// column-wise into bit-sliced counters (Harley-Seal carry-save adders,
-/// 16 words per step), and `word_index_sum` is linear in the column
-/// counts, so it is taken of the counter planes only (once per 16 words)
-/// instead of per word. Uses the CPU's popcount instruction where it has
-/// one (detected at run time).
-fn bitset_low_sum(words: &[u64]) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512vpopcntdq") {
-            // SAFETY: the CPU supports AVX-512F and VPOPCNTDQ (the latter
-            // implies the former; checked just above).
-            return unsafe { bitset_low_sum_avx512(words) };
-        }
-        if std::arch::is_x86_feature_detected!("popcnt") {
-            // SAFETY: the CPU supports `popcnt` (checked just above).
-            return unsafe { bitset_low_sum_hw(words) };
-        }
-    }
-    bitset_low_sum_plain(words)
-}
-
-/// [`bitset_low_sum`] eight words at a time with AVX-512 popcounts: per
-/// lane, the word's popcount times its index (word-index part) and the
-/// popcounts of the word under each [`INDEX_BIT_MASKS`] mask (bit-in-word
-/// part); the tail below eight words as in the plain form.
-///
-/// # Safety
-/// The CPU must support `avx512f` and `avx512vpopcntdq`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vpopcntdq")]
-unsafe fn bitset_low_sum_avx512(words: &[u64]) -> u64 {
-    use std::arch::x86_64::{
-        _mm512_add_epi64, _mm512_and_si512, _mm512_loadu_si512, _mm512_mul_epu32,
-        _mm512_popcnt_epi64, _mm512_reduce_add_epi64, _mm512_set1_epi64, _mm512_setr_epi64,
-        _mm512_setzero_si512,
-    };
-    let chunks = words.chunks_exact(8);
-    let tail = chunks.remainder();
-    let masks = INDEX_BIT_MASKS.map(|m| _mm512_set1_epi64(m as i64));
-    let mut cols = [_mm512_setzero_si512(); 6];
-    let mut weighted = _mm512_setzero_si512();
-    // Word indices fit in 32 bits and popcounts in 7: `mul_epu32` (low
-    // 32 bits of each lane, 64-bit products) is exact.
-    let mut index = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
-    let eight = _mm512_set1_epi64(8);
-    for c in chunks {
-        // SAFETY: `c` holds eight u64, 64 readable bytes (unaligned load).
-        let v = unsafe { _mm512_loadu_si512(c.as_ptr().cast()) };
-        weighted = _mm512_add_epi64(weighted, _mm512_mul_epu32(_mm512_popcnt_epi64(v), index));
-        index = _mm512_add_epi64(index, eight);
-        for (col, m) in cols.iter_mut().zip(&masks) {
-            *col = _mm512_add_epi64(*col, _mm512_popcnt_epi64(_mm512_and_si512(v, *m)));
-        }
-    }
-    let mut sum = (_mm512_reduce_add_epi64(weighted) as u64) << 6;
-    for (b, col) in cols.iter().enumerate() {
-        sum += (_mm512_reduce_add_epi64(*col) as u64) << b;
-    }
-    let base = words.len() - tail.len();
-    sum + tail
-        .iter()
-        .enumerate()
-        .map(|(i, &w)| (((base + i) as u64 * u64::from(w.count_ones())) << 6) + word_index_sum(w))
-        .sum::<u64>()
-}
-
-/// [`bitset_low_sum_plain`] compiled with `popcnt`.
-///
-/// # Safety
-/// The CPU must support `popcnt`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "popcnt")]
-unsafe fn bitset_low_sum_hw(words: &[u64]) -> u64 {
-    bitset_low_sum_plain(words)
-}
-
-/// One Harley–Seal step over eight words (`c[..8]`): adds them into the
-/// running `ones` and `twos` and returns the two carries into the fours.
-#[inline(always)]
-fn csa8(ones: &mut u64, twos: &mut u64, c: &[u64]) -> (u64, u64) {
-    let (ta, o) = csa(*ones, c[0], c[1]);
-    let (tb, o) = csa(o, c[2], c[3]);
-    let (fa, t) = csa(*twos, ta, tb);
-    let (ta, o) = csa(o, c[4], c[5]);
-    let (tb, o) = csa(o, c[6], c[7]);
-    let (fb, t) = csa(t, ta, tb);
-    (*ones, *twos) = (o, t);
-    (fa, fb)
-}
-
-#[inline(always)]
-fn bitset_low_sum_plain(words: &[u64]) -> u64 {
-    let weighted: u64 = words
-        .iter()
-        .enumerate()
-        .map(|(i, w)| i as u64 * u64::from(w.count_ones()))
-        .sum();
-    let (mut ones, mut twos, mut fours, mut eights) = (0u64, 0u64, 0u64, 0u64);
-    let mut sixteens = 0u64;
-    let mut chunks = words.chunks_exact(16);
-    for c in &mut chunks {
-        let (fa, fb) = csa8(&mut ones, &mut twos, &c[..8]);
-        let (ea, f) = csa(fours, fa, fb);
-        let (fa, fb) = csa8(&mut ones, &mut twos, &c[8..]);
-        let (eb, f) = csa(f, fa, fb);
-        let (s, e) = csa(eights, ea, eb);
-        (fours, eights) = (f, e);
-        sixteens += word_index_sum(s);
-    }
-    let rest: u64 = chunks.remainder().iter().map(|&w| word_index_sum(w)).sum();
-    (weighted << 6)
-        + 16 * sixteens
-        + 8 * word_index_sum(eights)
-        + 4 * word_index_sum(fours)
-        + 2 * word_index_sum(twos)
-        + word_index_sum(ones)
-        + rest
-}
-
-/// Sum of the values of an array container (at most 65,536 of them).
-///
-/// Sixteen u32 lanes, each summing at most 4,096 values below 2^16 (under
-/// 2^28), which the compiler vectorizes; a u64 sum of u16s did not (17%
-/// of a pairwise TR.BITOP OR), nor did one u32 sum over the slice (about
-/// 3 instructions per value under callgrind).
-///
-/// With AVX2 (detected at run time) the same loop takes 32-byte vectors:
-/// the sums of a census1881 pairwise TR.BITOP OR fell from about 9,900 to
-/// 3,500 instructions per call (`bench/tr-callgrind`).
-fn array_low_sum(a: &[u16]) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
-            return unsafe { array_low_sum_avx2(a) };
-        }
-    }
-    array_low_sum_plain(a)
-}
-
-/// [`array_low_sum_plain`] compiled for AVX2.
-///
-/// # Safety
-/// The CPU must support `avx2`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn array_low_sum_avx2(a: &[u16]) -> u64 {
-    array_low_sum_plain(a)
-}
-
-#[inline(always)]
-fn array_low_sum_plain(a: &[u16]) -> u64 {
-    let mut lanes = [0u32; 16];
-    let mut chunks = a.chunks_exact(16);
-    for c in &mut chunks {
-        for (l, &v) in lanes.iter_mut().zip(c) {
-            *l += u32::from(v);
-        }
-    }
-    let tail: u64 = chunks.remainder().iter().map(|&v| u64::from(v)).sum();
-    lanes.iter().map(|&l| u64::from(l)).sum::<u64>() + tail
-}
-
-/// Sum of the low 16-bit parts of a container's values, without visiting
-/// values one by one (runs: arithmetic series; bitsets: popcounts).
-fn low_sum(r: ContainerRef<'_>) -> u64 {
-    match r {
-        ContainerRef::Run { runs, .. } => runs
-            .iter()
-            .map(|x| {
-                let (a, n) = (u64::from(x[0]), u64::from(x[1]) + 1);
-                n * a + n * (n - 1) / 2
-            })
-            .sum(),
-        ContainerRef::Array(a) => array_low_sum(a),
-        ContainerRef::Bitset { words, .. } => bitset_low_sum(&words[..]),
-    }
-}
-
 /// Sum of the full offsets held by container `hi`.
 fn container_sum(hi: u16, r: ContainerRef<'_>) -> u64 {
     (u64::from(hi) << 16) * u64::from(r.cardinality()) + low_sum(r)
@@ -402,12 +194,23 @@ struct Edit {
 /// before) to the summary of a bitmap being built block by block:
 /// census, cardinality, sum and extremes.
 fn summary_push(s: &mut BitmapSummary, hi: u16, r: ContainerRef<'_>) {
+    summary_push_facts(s, hi, r, BlockFacts::of(r));
+}
+
+/// [`summary_push`] with `r`'s facts known (`f`: [`BlockFacts::of`]`(r)`):
+/// reads only `r`'s header, not its values. Nothing is added for an empty
+/// container (`f` is `None`).
+fn summary_push_facts(s: &mut BitmapSummary, hi: u16, r: ContainerRef<'_>, f: Option<BlockFacts>) {
+    debug_assert_eq!(f, BlockFacts::of(r), "facts carried for another container");
+    let Some(f) = f else {
+        return;
+    };
     if s.containers == 0 {
-        s.min = r.min().map_or(0, |lo| join(hi, lo));
+        s.min = join(hi, f.min);
     }
-    s.max = r.max().map_or(0, |lo| join(hi, lo));
+    s.max = join(hi, f.max);
     census(s, r, true);
-    s.sum += container_sum(hi, r);
+    s.sum += (u64::from(hi) << 16) * u64::from(r.cardinality()) + u64::from(f.low_sum);
 }
 
 /// Summary of a whole in-memory bitmap (census, extremes, sum), in one
@@ -465,6 +268,15 @@ impl std::ops::Deref for Bytes {
             Bytes::Owned(v, _) => v,
             Bytes::Shared(a) => &a[PAD..],
         }
+    }
+}
+
+/// The facts a container read from the cache carries ([`facts_of`]);
+/// `None` for bytes read from the `Kv` or without facts.
+fn cached_facts(b: &Bytes) -> Option<BlockFacts> {
+    match b {
+        Bytes::Shared(a) => facts_of(a),
+        Bytes::Owned(..) => None,
     }
 }
 
@@ -562,11 +374,14 @@ where
                 }
                 // Validated once here: readers of the cache entry skip
                 // the O(n) checks (`ContainerBytes for Bytes`).
-                if let Err(e) = view(&v) {
-                    self.dir = None;
-                    return Some(Err(e));
-                }
-                let a = padded(&v, n);
+                let facts = match view(&v) {
+                    Ok(c) => BlockFacts::of(c.as_ref()),
+                    Err(e) => {
+                        self.dir = None;
+                        return Some(Err(e));
+                    }
+                };
+                let a = padded_with(&v, n, facts);
                 self.cache
                     .fill_container(self.version, hi, Arc::clone(&a), self.snap);
                 Some(Ok((hi, Bytes::Shared(a))))
@@ -593,13 +408,24 @@ impl Piece<'_> {
         }
     }
 
-    /// The container as a [`padded`] value with no delta count: a source's
-    /// container cache entry itself when it is one (shared, not copied:
-    /// cache values are immutable), else a copy.
-    fn padded(&self) -> Arc<[u8]> {
+    /// The facts a source's cached container carries, if any.
+    fn facts(&self) -> Option<BlockFacts> {
         match self {
-            Piece::Source(Bytes::Shared(a)) if deltas_of(a) == 0 => Arc::clone(a),
-            p => padded(p.bytes(), 0),
+            Piece::Source(b) => cached_facts(b),
+            Piece::Built(_) => None,
+        }
+    }
+
+    /// The container as a padded value with no delta count, carrying
+    /// `facts` (the container's: [`BlockFacts::of`]): a source's container
+    /// cache entry itself when it is one with those facts (shared, not
+    /// copied: cache values are immutable), else a copy.
+    fn padded(&self, facts: Option<BlockFacts>) -> Arc<[u8]> {
+        match self {
+            Piece::Source(Bytes::Shared(a)) if deltas_of(a) == 0 && facts_of(a) == facts => {
+                Arc::clone(a)
+            }
+            p => padded_with(p.bytes(), 0, facts),
         }
     }
 }
@@ -755,6 +581,7 @@ impl Txn {
             return Ok(None);
         };
         let n = old.deltas();
+        let old_facts = cached_facts(&old);
         let old = view(&old)?;
         let old = old.as_ref();
         let prev = old.contains(lo);
@@ -783,8 +610,9 @@ impl Txn {
         } else {
             s.sum -= u64::from(off);
         }
+        let facts = old_facts.and_then(|f| f.after_flip(new.as_ref(), lo, value));
         let block = crate::dirty::DirtyBlock {
-            bytes: padded(new.as_bytes(), n),
+            bytes: padded_with(new.as_bytes(), n, facts),
             stored_deltas: n,
         };
         let meta = KeyMeta {
@@ -838,7 +666,17 @@ impl Txn {
                 self.data_delete(db, &key, version, &delta::delta_sub(hi, seq));
             }
             s.deltas = s.deltas.saturating_sub(u64::from(b.stored_deltas));
-            self.bm_note_write(db, &key, version, hi);
+            if self.inner.ccache.enabled() {
+                // The block's bytes and facts as the tier holds them, for
+                // a cached copy of the block (no delta entries now).
+                let bytes = if deltas_of(&b.bytes) == 0 {
+                    Arc::clone(&b.bytes)
+                } else {
+                    padded_with(&b.bytes[PAD..], 0, facts_of(&b.bytes))
+                };
+                let dk = keys::data_key(db, &key, version, &hi.to_be_bytes());
+                self.cc_pending.record_update((version, hi, dk), bytes);
+            }
             self.bm_written_set((db, version, hi), WrittenBlock::Entry);
         }
         let meta = KeyMeta {
@@ -978,8 +816,8 @@ impl Txn {
         match self.bm_read_block(db, key, (version, s), hi)? {
             Some((v, n)) => {
                 // Validated once here (see `ContainerBytes for Bytes`).
-                view(&v)?;
-                let a = padded(&v, n);
+                let facts = BlockFacts::of(view(&v)?.as_ref());
+                let a = padded_with(&v, n, facts);
                 cc.fill_container(version, hi, Arc::clone(&a), snap);
                 Ok(Some(Bytes::Shared(a)))
             }
@@ -1036,7 +874,8 @@ impl Txn {
     }
 
     /// Stores `ops` (the bits that change, in order) as delta number `seq`
-    /// of container `hi`, whose content after them is `new`.
+    /// of container `hi`, whose content after them is `new` (with `facts`,
+    /// when known).
     fn bm_put_delta(
         &mut self,
         db: u16,
@@ -1044,13 +883,13 @@ impl Txn {
         e: &mut Edit,
         hi: u16,
         seq: u16,
-        (ops, new): (&[(u16, bool)], &ContainerBuf),
+        (ops, new, facts): (&[(u16, bool)], &ContainerBuf, Option<BlockFacts>),
     ) {
         let sub = delta::delta_sub(hi, seq);
         let version = e.meta.version;
         self.data_put(db, key, version, &sub, delta::encode_ops(ops));
         e.s.deltas += 1;
-        let container = padded(new.as_bytes(), seq + 1);
+        let container = padded_with(new.as_bytes(), seq + 1, facts);
         let record = self.inner.ccache.enabled().then(|| {
             let dk = keys::data_key(db, key, version, &sub);
             self.cc_pending
@@ -1237,6 +1076,9 @@ impl Txn {
     /// rewritten (or deleted when `new` is empty) and its deltas deleted.
     /// `sum_delta`: the change of the offsets' sum when the caller knows
     /// it (single-bit edits), else it is computed from both containers.
+    /// `facts`: `new`'s [`BlockFacts`] when the caller has them at no cost
+    /// (a single-bit edit of a cached container), for the container
+    /// cache's copy of a delta-stored block.
     fn bm_put(
         &mut self,
         db: u16,
@@ -1244,7 +1086,7 @@ impl Txn {
         e: &mut Edit,
         hi: u16,
         (old, new, n): (Option<ContainerRef<'_>>, &ContainerBuf, u16),
-        (ops, sum_delta): (Option<delta::Ops<'_>>, Option<i128>),
+        (ops, sum_delta, facts): (Option<delta::Ops<'_>>, Option<i128>, Option<BlockFacts>),
     ) -> Result<()> {
         let was_empty = e.s.card == 0;
         let delta = match sum_delta {
@@ -1263,7 +1105,7 @@ impl Txn {
         let version = e.meta.version;
         match ops {
             Some(ops) if old.is_some() && Self::bm_delta_fits((n, ops, new)) => {
-                self.bm_put_delta(db, key, e, hi, n, (ops, new));
+                self.bm_put_delta(db, key, e, hi, n, (ops, new, facts));
             }
             _ if new.is_empty() => {
                 if old.is_some() {
@@ -1343,7 +1185,7 @@ impl Txn {
                     e,
                     hi,
                     (old.as_ref().map(ContainerBuf::as_ref), &new, n),
-                    (None, None),
+                    (None, None, None),
                 )?;
             }
         }
@@ -1376,6 +1218,7 @@ impl Txn {
         let (hi, lo) = split(off);
         let old = self.bm_get(db, key, e.meta.version, hi, Some(&e.s))?;
         let n = old.as_ref().map_or(0, Bytes::deltas);
+        let old_facts = old.as_ref().and_then(cached_facts);
         let old = old.as_ref().map(view).transpose()?;
         let old = old.as_ref().map(ContainerView::as_ref);
         let prev = old.is_some_and(|c| c.contains(lo));
@@ -1391,13 +1234,14 @@ impl Txn {
             } else {
                 -i128::from(off)
             };
+            let facts = old_facts.and_then(|f| f.after_flip(new.as_ref(), lo, value));
             self.bm_put(
                 db,
                 key,
                 &mut e,
                 hi,
                 (old, &new, n),
-                (Some(&[(lo, value)]), Some(d)),
+                (Some(&[(lo, value)]), Some(d), facts),
             )?;
         } else if !e.created {
             return Ok(prev);
@@ -1473,7 +1317,7 @@ impl Txn {
                     &mut e,
                     hi,
                     (old.as_ref().map(ContainerBuf::as_ref), &new, n),
-                    (Some(&ops), Some(d)),
+                    (Some(&ops), Some(d), None),
                 )?;
             }
             i = j;
@@ -1623,7 +1467,7 @@ impl Txn {
                         &mut e,
                         hi,
                         (Some(old.as_ref()), &new, n),
-                        (None, Some(0)),
+                        (None, Some(0), None),
                     )?;
                 }
             }
@@ -2115,8 +1959,11 @@ impl Txn {
             // the sources' cache entries where a block is one source's own.
             let mut kept: Vec<(u16, Arc<[u8]>)> = Vec::new();
             self.bm_merge(db, op, srcs, &mut |hi, r, piece| {
-                summary_push(&mut s, hi, r);
-                kept.push((hi, piece.padded()));
+                // A passed-through source container's facts come with its
+                // cache entry: its values are not read.
+                let f = piece.facts().or_else(|| BlockFacts::of(r));
+                summary_push_facts(&mut s, hi, r, f);
+                kept.push((hi, piece.padded(f)));
             })?;
             if self.bm_bitop_dirty(db, dest, &kept, &s)? {
                 return Ok(s.card);
@@ -3562,60 +3409,7 @@ mod tests {
     }
 
     #[test]
-    fn low_sum_matches_a_plain_sum_for_every_kind() {
-        let mut x: u64 = 99;
-        for density in [10u32, 3000, 5000, 40_000, 65_536] {
-            let mut vals: Vec<u16> = (0..density)
-                .map(|_| {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                    (x >> 48) as u16
-                })
-                .collect();
-            vals.sort_unstable();
-            vals.dedup();
-            let mut c = ContainerBuf::from_sorted(&vals);
-            let want: u64 = vals.iter().map(|&v| u64::from(v)).sum();
-            assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
-            if let ContainerRef::Bitset { words, .. } = c.as_ref() {
-                assert_eq!(bitset_low_sum_plain(&words[..]), want);
-            }
-            c.optimize();
-            assert_eq!(low_sum(c.as_ref()), want, "{:?}", c.kind());
-        }
-        // Array sums: the lanes' bound (all 65,536 values) and the tail.
-        let all: Vec<u16> = (0..=u16::MAX).collect();
-        let plain = |a: &[u16]| a.iter().map(|&v| u64::from(v)).sum::<u64>();
-        for n in [0usize, 1, 15, 16, 17, 4095, 4096, 65_536] {
-            for a in [&all[..n], &all[all.len() - n..]] {
-                assert_eq!(array_low_sum(a), plain(a), "{n} values");
-                assert_eq!(array_low_sum_plain(a), plain(a), "{n} values");
-            }
-        }
-        // Odd lengths and dense random words (the carry-save path and its remainder).
-        let words: Vec<u64> = (0..1037)
-            .map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                x ^ (x >> 17)
-            })
-            .collect();
-        for n in [0usize, 1, 15, 16, 17, 1024, 1037] {
-            let w = &words[..n];
-            let want: u64 = (0..n * 64)
-                .filter(|&p| w[p / 64] >> (p % 64) & 1 == 1)
-                .map(|p| p as u64)
-                .sum();
-            assert_eq!(bitset_low_sum(w), want, "{n}");
-            assert_eq!(bitset_low_sum_plain(w), want, "{n}");
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx512vpopcntdq") {
-                // SAFETY: checked just above.
-                assert_eq!(unsafe { bitset_low_sum_avx512(w) }, want, "{n}");
-            }
-        }
-        let ones = [u64::MAX; 1024];
-        assert_eq!(bitset_low_sum(&ones), 65_535 * 65_536 / 2);
-        let full = ContainerBuf::from_range(0, u16::MAX);
-        assert_eq!(low_sum(full.as_ref()), 65_535 * 65_536 / 2);
+    fn a_bitmap_summary_sums_every_container() {
         let b = Bitmap::from_sorted(&[0, 5, 65_536, 70_000, u32::MAX]);
         let s = summary_of_bitmap(&b);
         assert_eq!((s.card, s.min, s.max, s.containers), (5, 0, u32::MAX, 3));

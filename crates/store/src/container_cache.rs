@@ -32,29 +32,46 @@
 //! [`ENTRY_OVERHEAD`]. A value over a quarter of a shard's share is not
 //! cached. Budget 0 disables the cache.
 
+use crate::block_facts::BlockFacts;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Bytes of padding in front of every cached container: an `Arc<[u8]>`'s
-/// data starts 8-aligned (after its two counters), so with 4 bytes of
+/// data starts 8-aligned (after its two counters), so with 12 bytes of
 /// padding the container's payload (after its 4-byte header) is 8-aligned
 /// and the checked view borrows a bitset's words instead of copying them.
-/// The first two padding bytes carry the number of delta entries stored
-/// beside the container (its bytes here have them applied). Cached values
-/// are [`padded`]; readers use `&value[PAD..]` and [`deltas_of`].
-pub const PAD: usize = 4;
+/// The padding carries what is known of the container beside its bytes:
+/// bytes 0–1 the number of delta entries stored beside it (its bytes here
+/// have them applied); byte 2 is 1 when bytes 4–11 hold its
+/// [`BlockFacts`] (minimum, maximum, low sum; little-endian u16, u16,
+/// u32), else 0. Cached values are [`padded`] or [`padded_with`]; readers
+/// use `&value[PAD..]`, [`deltas_of`] and [`facts_of`].
+pub const PAD: usize = 12;
 
-/// `bytes` as a cached container value: [`PAD`] bytes (the first two:
-/// `deltas`, little-endian), then `bytes`.
+/// `bytes` as a cached container value: [`PAD`] bytes (`deltas`, no
+/// facts), then `bytes`.
 #[must_use]
 pub fn padded(bytes: &[u8], deltas: u16) -> Arc<[u8]> {
+    padded_with(bytes, deltas, None)
+}
+
+/// `bytes` as a cached container value carrying `facts`, which must be
+/// the facts of the container `bytes` encodes ([`BlockFacts::of`]).
+#[must_use]
+pub fn padded_with(bytes: &[u8], deltas: u16, facts: Option<BlockFacts>) -> Arc<[u8]> {
+    let mut head = [0u8; PAD];
+    head[..2].copy_from_slice(&deltas.to_le_bytes());
+    if let Some(f) = facts {
+        head[2] = 1;
+        head[4..6].copy_from_slice(&f.min.to_le_bytes());
+        head[6..8].copy_from_slice(&f.max.to_le_bytes());
+        head[8..12].copy_from_slice(&f.low_sum.to_le_bytes());
+    }
     // Written in place: a `Vec` turned into an `Arc<[u8]>` is copied again.
     let mut a = Arc::<[u8]>::new_uninit_slice(PAD + bytes.len());
     let dst = Arc::get_mut(&mut a).expect("a new Arc has no other owner");
-    let [d0, d1] = deltas.to_le_bytes();
-    let head: [u8; PAD] = [d0, d1, 0, 0];
     // SAFETY: `dst` holds PAD + bytes.len() bytes; the two copies write
     // every one of them, so the slice is initialized when assumed so.
     unsafe {
@@ -69,6 +86,23 @@ pub fn padded(bytes: &[u8], deltas: u16) -> Arc<[u8]> {
 #[must_use]
 pub fn deltas_of(value: &[u8]) -> u16 {
     u16::from_le_bytes([value[0], value[1]])
+}
+
+/// The container facts a [`padded_with`] value carries, if any.
+#[must_use]
+pub fn facts_of(value: &[u8]) -> Option<BlockFacts> {
+    (value[2] == 1).then(|| BlockFacts {
+        min: u16::from_le_bytes([value[4], value[5]]),
+        max: u16::from_le_bytes([value[6], value[7]]),
+        low_sum: u32::from_le_bytes([value[8], value[9], value[10], value[11]]),
+    })
+}
+
+/// The facts of the container `bytes` encodes; `None` when they are not
+/// a valid non-empty container (such bytes are then cached without
+/// facts, and their readers report them).
+fn facts_of_bytes(bytes: &[u8]) -> Option<BlockFacts> {
+    BlockFacts::of(roaringd_bitmap::ContainerView::parse(bytes).ok()?.as_ref())
 }
 
 /// Number of shards.
@@ -453,10 +487,17 @@ impl ContainerCache {
                 // still the committed value: a later write of the block in
                 // the same Txn is recorded after this one anyway).
                 (Written::Fill(f), Some(Some(v))) if f[PAD..] == *v => (Some(f), Some(true), true),
-                (Written::Entry | Written::Fill(_), Some(Some(v))) => {
-                    (cached.then(|| padded(v, 0)), Some(true), false)
+                (Written::Known(f), Some(Some(v))) if f[PAD..] == *v => {
+                    (cached.then_some(f), Some(true), false)
                 }
-                (Written::Entry | Written::Fill(_), Some(None)) => (None, Some(false), false),
+                (Written::Entry | Written::Fill(_) | Written::Known(_), Some(Some(v))) => (
+                    cached.then(|| padded_with(v, 0, facts_of_bytes(v))),
+                    Some(true),
+                    false,
+                ),
+                (Written::Entry | Written::Fill(_) | Written::Known(_), Some(None)) => {
+                    (None, Some(false), false)
+                }
                 (_, None) => (None, None, false),
                 // Taken above.
                 (Written::Dir(_) | Written::Superseded, _) => continue,
@@ -489,6 +530,10 @@ enum Written {
     /// A delta entry; the whole container after it ([`padded`] with the
     /// new delta count).
     Delta(Arc<[u8]>),
+    /// The container entry, whose bytes ([`padded_with`], no deltas) the
+    /// cache entry, if any, becomes: as [`Written::Entry`] without parsing
+    /// the committed value again for its facts.
+    Known(Arc<[u8]>),
     /// Every block a key version holds once the commit is written (its
     /// directory).
     Dir(Arc<[u16]>),
@@ -524,6 +569,18 @@ impl Pending {
         };
         self.writes.push((version, block, dk, w));
         self.writes.len() - 1
+    }
+
+    /// Records a write of container `block` of `version` (data key `dk`)
+    /// whose bytes are `container` ([`padded_with`], no deltas): a cached
+    /// entry of the block becomes `container` at commit.
+    pub(crate) fn record_update(
+        &mut self,
+        (version, block, dk): (u64, u16, Vec<u8>),
+        container: Arc<[u8]>,
+    ) {
+        self.writes
+            .push((version, block, dk, Written::Known(container)));
     }
 
     /// Records that hold a container (tests).

@@ -28,6 +28,7 @@
 
 pub mod bitmap_delta;
 pub mod bitmaps;
+pub mod block_facts;
 pub mod container_cache;
 pub mod dirty;
 pub mod error;
