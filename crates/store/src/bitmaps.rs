@@ -430,6 +430,10 @@ impl Piece<'_> {
     }
 }
 
+/// A TR.BITOP result as the write-back tier keeps it: block, padded
+/// container (a source's cache entry where the block is its own).
+type KeptBlocks = Vec<(u16, Arc<[u8]>)>;
+
 /// The sink of [`Txn::bm_merge`]: block, parsed container, its bytes.
 type MergeSink<'s> = dyn FnMut(u16, ContainerRef<'_>, Piece<'_>) + 's;
 
@@ -1957,7 +1961,7 @@ impl Txn {
         if self.tier_may_take(db, dest) {
             // Collected as the tier keeps them: padded, and shared with
             // the sources' cache entries where a block is one source's own.
-            let mut kept: Vec<(u16, Arc<[u8]>)> = Vec::new();
+            let mut kept: KeptBlocks = Vec::with_capacity(32);
             self.bm_merge(db, op, srcs, &mut |hi, r, piece| {
                 // A passed-through source container's facts come with its
                 // cache entry: its values are not read.
@@ -1965,9 +1969,9 @@ impl Txn {
                 summary_push_facts(&mut s, hi, r, f);
                 kept.push((hi, piece.padded(f)));
             })?;
-            if self.bm_bitop_dirty(db, dest, &kept, &s)? {
+            let Some(kept) = self.bm_bitop_dirty(db, dest, kept, &s)? else {
                 return Ok(s.card);
-            }
+            };
             out = kept
                 .into_iter()
                 .map(|(hi, a)| (hi, a[PAD..].to_vec()))
@@ -2028,9 +2032,9 @@ impl Txn {
     /// `always`); nothing is written to the `Kv`, and the old version's
     /// entries become garbage once the key is absorbed. Called only where
     /// [`Txn::tier_may_take`] held before the merge (which writes
-    /// nothing); returns false when the result is still not the tier's to
-    /// take: it is empty or over `oplog::MAX_VALUE`, or the budget is
-    /// full.
+    /// nothing); returns `None` when taken, and `out` back when the result
+    /// is still not the tier's to take: it is empty or over
+    /// `oplog::MAX_VALUE`, or the budget is full.
     ///
     /// # Errors
     /// `Io` when the log cannot be written (nothing changed then).
@@ -2038,9 +2042,9 @@ impl Txn {
         &mut self,
         db: u16,
         dest: &[u8],
-        out: &[(u16, Arc<[u8]>)],
+        out: KeptBlocks,
         s: &BitmapSummary,
-    ) -> Result<bool> {
+    ) -> Result<Option<KeptBlocks>> {
         let mk = keys::KeyBuf::meta(db, dest);
         let body: usize = out.iter().map(|(_, b)| 6 + b.len() - PAD).sum();
         let padded_bytes: usize = out.iter().map(|(_, b)| b.len()).sum();
@@ -2048,26 +2052,25 @@ impl Txn {
             || body > crate::oplog::MAX_VALUE
             || !self.inner.dirty.has_room(padded_bytes as u64)
         {
-            return Ok(false);
+            return Ok(Some(out));
         }
         let bare: Vec<(u16, &[u8])> = out.iter().map(|(hi, b)| (*hi, &b[PAD..])).collect();
         if self.inner.dirty.holds_whole(&mk, &bare) {
             // The same result again (a recomputed audience that did not
             // change): the key already is it, logged.
             self.touch(db, dest);
-            return Ok(true);
+            return Ok(None);
         }
         let version = self.new_data_version()?;
-        let blocks: rustc_hash::FxHashMap<u16, crate::dirty::DirtyBlock> = out
-            .iter()
-            .map(|(hi, b)| {
-                let block = crate::dirty::DirtyBlock {
-                    bytes: Arc::clone(b),
-                    stored_deltas: 0,
-                };
-                (*hi, block)
-            })
-            .collect();
+        let mut blocks =
+            rustc_hash::FxHashMap::with_capacity_and_hasher(out.len(), Default::default());
+        blocks.extend(out.iter().map(|(hi, b)| {
+            let block = crate::dirty::DirtyBlock {
+                bytes: Arc::clone(b),
+                stored_deltas: 0,
+            };
+            (*hi, block)
+        }));
         let meta = KeyMeta {
             version,
             expire_at_ms: 0,
@@ -2080,14 +2083,14 @@ impl Txn {
             let dirty = &self.inner.dirty;
             let mut log = dirty.log.lock();
             let Some(log) = log.as_mut() else {
-                return Ok(false);
+                return Ok(Some(out));
             };
             let seq = log.append_value(db, version, dest, out, PAD)?;
             dirty.record_value(&mk, meta, blocks, seq);
         }
         self.oplog_appended = true;
         self.touch(db, dest);
-        Ok(true)
+        Ok(None)
     }
 
     /// Recovery of a logged TR.BITOP result (`oplog::Change::Value`):

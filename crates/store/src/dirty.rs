@@ -254,17 +254,22 @@ impl Dirty {
             first_seq: seq,
             last_seq: seq,
         };
-        let add = d.bytes();
+        self.bytes.fetch_add(d.bytes(), Ordering::Relaxed);
         let mut s = self.shards[shard_of(mk)].lock();
-        match s.insert(mk.to_vec(), d) {
-            Some(old) => {
-                self.bytes.fetch_sub(old.bytes(), Ordering::Relaxed);
-            }
+        let old = match s.get_mut(mk) {
+            Some(slot) => Some(std::mem::replace(slot, d)),
             None => {
+                s.insert(mk.to_vec(), d);
                 self.count.fetch_add(1, Ordering::AcqRel);
+                None
             }
+        };
+        drop(s);
+        // The old state (often a result's own containers) is freed
+        // outside the shard's lock.
+        if let Some(old) = old {
+            self.bytes.fetch_sub(old.bytes(), Ordering::Relaxed);
         }
-        self.bytes.fetch_add(add, Ordering::Relaxed);
     }
 
     /// True when key `mk` is whole and holds exactly the containers
@@ -793,7 +798,7 @@ mod tests {
     fn a_hostile_value_record_is_corrupt() {
         let dir = tempfile::tempdir().unwrap();
         let (mut log, _) = crate::oplog::OpLog::open(&dir.path().join("roaringd-oplog")).unwrap();
-        log.append_value(0, 1, b"k", &[(0u16, vec![0xff; 5].into())], 0)
+        log.append_value(0, 1, b"k", vec![(0u16, vec![0xff; 5].into())], 0)
             .unwrap();
         log.sync().unwrap();
         drop(log);

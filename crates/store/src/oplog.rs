@@ -683,7 +683,7 @@ impl OpLog {
         db: u16,
         version: u64,
         key: &[u8],
-        blocks: &[(u16, Arc<[u8]>)],
+        blocks: Vec<(u16, Arc<[u8]>)>,
         pad: usize,
     ) -> Result<u64> {
         if blocks.iter().any(|(_, b)| b.len() < pad) {
@@ -700,11 +700,7 @@ impl OpLog {
         let mut head = self.scratch.clone();
         let len = head.len() - 8 + body;
         head[..4].copy_from_slice(&(len as u32).to_le_bytes());
-        self.queue.push(Item::Value {
-            head,
-            blocks: blocks.to_vec(),
-            pad,
-        });
+        self.queue.push(Item::Value { head, blocks, pad });
         self.queued(8 + len, true);
         Ok(seq)
     }
@@ -826,8 +822,14 @@ mod tests {
         let block = |i: u8| vec![i; 900_000];
         let (mut log, _) = OpLog::open(dir.path()).unwrap();
         for i in 0..8u8 {
-            log.append_value(0, u64::from(i), b"k", &[(u16::from(i), block(i).into())], 0)
-                .unwrap();
+            log.append_value(
+                0,
+                u64::from(i),
+                b"k",
+                vec![(u16::from(i), block(i).into())],
+                0,
+            )
+            .unwrap();
         }
         log.sync().unwrap();
         drop(log);
@@ -896,7 +898,7 @@ mod tests {
                     .into_iter()
                     .map(|(hi, b)| (hi, b.into()))
                     .collect();
-                log.append_value(o.db, o.version, &o.key, &blocks, 0)
+                log.append_value(o.db, o.version, &o.key, blocks, 0)
             }
         }
         .unwrap();
@@ -1025,10 +1027,10 @@ mod tests {
         let (mut log, _) = OpLog::open(dir.path()).unwrap();
         assert!(log.append(0, 1, &vec![0; MAX_KEY + 1], 0, true).is_err());
         assert!(log
-            .append_value(0, 1, b"k", &[(0, vec![0; MAX_VALUE].into())], 0)
+            .append_value(0, 1, b"k", vec![(0, vec![0; MAX_VALUE].into())], 0)
             .is_err());
         assert!(log
-            .append_value(0, 1, b"k", &[(0, vec![0; 3].into())], 4)
+            .append_value(0, 1, b"k", vec![(0, vec![0; 3].into())], 4)
             .is_err());
         assert_eq!(log.next_seq(), 1);
     }
