@@ -1082,7 +1082,7 @@ impl Txn {
     /// it (single-bit edits), else it is computed from both containers.
     /// `facts`: `new`'s [`BlockFacts`] when the caller has them at no cost
     /// (a single-bit edit of a cached container), for the container
-    /// cache's copy of a delta-stored block.
+    /// cache's copy of the block.
     fn bm_put(
         &mut self,
         db: u16,
@@ -1122,7 +1122,16 @@ impl Txn {
             _ => {
                 self.data_put(db, key, version, &sub, new.as_bytes().to_vec());
                 self.bm_drop_deltas(db, key, e, hi, n);
-                self.bm_note_write(db, key, version, hi);
+                match facts.filter(|_| self.inner.ccache.enabled()) {
+                    // Known facts: the commit need not parse the bytes
+                    // again to cache them with their facts.
+                    Some(f) => {
+                        let dk = keys::data_key(db, key, version, &sub);
+                        let bytes = padded_with(new.as_bytes(), 0, Some(f));
+                        self.cc_pending.record_update((version, hi, dk), bytes);
+                    }
+                    None => self.bm_note_write(db, key, version, hi),
+                }
                 self.bm_written_set((db, version, hi), WrittenBlock::Entry);
             }
         }
