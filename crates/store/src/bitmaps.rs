@@ -35,7 +35,9 @@ use roaringd_bitmap::{Bitmap, ContainerBuf, ContainerRef, ContainerView, Kind as
 
 use crate::bitmap_delta::{self as delta, Folded, FoldedBlock};
 use crate::block_facts::{low_sum, BlockFacts};
-use crate::container_cache::{deltas_of, facts_of, padded, padded_with, ContainerCache, Snap, PAD};
+use crate::container_cache::{
+    deltas_of, facts_of, padded, padded_by, padded_with, set_facts, ContainerCache, Snap, PAD,
+};
 use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::kv::Space;
@@ -105,19 +107,26 @@ impl ContainerBytes for Bytes {
     /// bytes are container cache entries or a `Txn`'s record of a block
     /// it wrote ([`WrittenBlock::Folded`]): each was validated by
     /// [`ContainerView::parse`] when it entered the cache (`FillScan`,
-    /// `bm_get_stored`) or is a `ContainerBuf`'s own encoding (commit-time
-    /// updates of containers this module wrote, and those records), so
-    /// only the O(1) structure checks run again.
+    /// `bm_get_stored`) or is the engine's own encoding (a `ContainerBuf`'s
+    /// or a `PointWrite`'s: commit-time updates of containers this module
+    /// wrote, those records, the tier's blocks), so only the O(1)
+    /// structure checks run again.
     fn checked_view(&self) -> Result<ContainerView<'_>> {
         match self {
             Bytes::Owned(v, _) => v.checked_view(),
-            // SAFETY: cache entries and written-block records hold
-            // validated or engine-encoded container bytes only (see
-            // above); neither is changed in place.
-            Bytes::Shared(a) => {
-                unsafe { ContainerView::parse_prevalidated(&a[PAD..]) }.map_err(corrupt)
-            }
+            Bytes::Shared(a) => a.checked_view(),
         }
+    }
+}
+
+impl ContainerBytes for Arc<[u8]> {
+    /// A padded value the engine encoded or validated (see `Bytes`): the
+    /// O(1) structure checks.
+    fn checked_view(&self) -> Result<ContainerView<'_>> {
+        // SAFETY: cache entries and written-block records hold validated
+        // or engine-encoded container bytes only (see `Bytes`); neither
+        // is changed in place.
+        unsafe { ContainerView::parse_prevalidated(&self[PAD..]) }.map_err(corrupt)
     }
 }
 
@@ -595,18 +604,33 @@ impl Txn {
         if !value && (off == s.min || off == s.max) {
             return Ok(None);
         }
-        let mut new = old.to_buf();
-        if value {
-            new.insert(lo);
-        } else {
-            new.remove(lo);
-        }
         let dirty = &self.inner.dirty;
-        if new.is_empty() || !dirty.has_room((PAD + new.as_bytes().len()) as u64) {
-            return Ok(None);
-        }
+        // The new block's value, written in one pass over the old bytes
+        // where the kind stays (nearly every edit), else edited as a buffer.
+        let mut bytes = match old.plan_point_write(lo, value) {
+            Some(w) => {
+                if !dirty.has_room((PAD + w.encoded_len()) as u64) {
+                    return Ok(None);
+                }
+                padded_by(w.encoded_len(), n, |out| w.write(out))
+            }
+            None => {
+                let mut new = old.to_buf();
+                if value {
+                    new.insert(lo);
+                } else {
+                    new.remove(lo);
+                }
+                if new.is_empty() || !dirty.has_room((PAD + new.as_bytes().len()) as u64) {
+                    return Ok(None);
+                }
+                padded(new.as_bytes(), n)
+            }
+        };
+        let new = bytes.checked_view()?;
+        let new = new.as_ref();
         census(&mut s, old, false);
-        census(&mut s, new.as_ref(), true);
+        census(&mut s, new, true);
         if value {
             s.sum += u64::from(off);
             s.min = s.min.min(off);
@@ -614,9 +638,11 @@ impl Txn {
         } else {
             s.sum -= u64::from(off);
         }
-        let facts = old_facts.and_then(|f| f.after_flip(new.as_ref(), lo, value));
+        if let Some(f) = old_facts.and_then(|f| f.after_flip(new, lo, value)) {
+            set_facts(Arc::get_mut(&mut bytes).expect("a new Arc"), f);
+        }
         let block = crate::dirty::DirtyBlock {
-            bytes: padded_with(new.as_bytes(), n, facts),
+            bytes,
             stored_deltas: n,
         };
         let meta = KeyMeta {

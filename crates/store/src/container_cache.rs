@@ -35,6 +35,7 @@
 use crate::block_facts::BlockFacts;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -61,25 +62,53 @@ pub fn padded(bytes: &[u8], deltas: u16) -> Arc<[u8]> {
 /// the facts of the container `bytes` encodes ([`BlockFacts::of`]).
 #[must_use]
 pub fn padded_with(bytes: &[u8], deltas: u16, facts: Option<BlockFacts>) -> Arc<[u8]> {
-    let mut head = [0u8; PAD];
-    head[..2].copy_from_slice(&deltas.to_le_bytes());
+    let mut a = padded_by(bytes.len(), deltas, |out| out.write_copy_of_slice(bytes));
     if let Some(f) = facts {
-        head[2] = 1;
-        head[4..6].copy_from_slice(&f.min.to_le_bytes());
-        head[6..8].copy_from_slice(&f.max.to_le_bytes());
-        head[8..12].copy_from_slice(&f.low_sum.to_le_bytes());
+        set_facts(
+            Arc::get_mut(&mut a).expect("a new Arc has no other owner"),
+            f,
+        );
     }
-    // Written in place: a `Vec` turned into an `Arc<[u8]>` is copied again.
-    let mut a = Arc::<[u8]>::new_uninit_slice(PAD + bytes.len());
+    a
+}
+
+/// A cached container value (`deltas`, no facts) of `len` container
+/// bytes, which `fill` writes in place and returns, initialized: one
+/// allocation, no intermediate copy (a `Vec` turned into an `Arc<[u8]>`
+/// is copied again).
+///
+/// # Panics
+/// When `fill` returns another slice than the one it was given.
+#[must_use]
+pub fn padded_by(
+    len: usize,
+    deltas: u16,
+    fill: impl for<'o> FnOnce(&'o mut [MaybeUninit<u8>]) -> &'o mut [u8],
+) -> Arc<[u8]> {
+    let mut a = Arc::<[u8]>::new_uninit_slice(PAD + len);
     let dst = Arc::get_mut(&mut a).expect("a new Arc has no other owner");
-    // SAFETY: `dst` holds PAD + bytes.len() bytes; the two copies write
-    // every one of them, so the slice is initialized when assumed so.
-    unsafe {
-        let p = dst.as_mut_ptr().cast::<u8>();
-        std::ptr::copy_nonoverlapping(head.as_ptr(), p, PAD);
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(PAD), bytes.len());
-        a.assume_init()
-    }
+    let (head, body) = dst.split_at_mut(PAD);
+    let mut pad = [0u8; PAD];
+    pad[..2].copy_from_slice(&deltas.to_le_bytes());
+    head.write_copy_of_slice(&pad);
+    let want = body.as_ptr().cast::<u8>();
+    let done = fill(body);
+    assert!(
+        std::ptr::eq(done.as_ptr(), want) && done.len() == len,
+        "padded_by: fill returned another slice"
+    );
+    // SAFETY: the head was written above, and `done`, a `&mut [u8]` over
+    // exactly the rest (checked), proves that initialized.
+    unsafe { a.assume_init() }
+}
+
+/// Records `facts` in a padded value's head (see [`PAD`]); they must be
+/// the facts of the container the value holds.
+pub fn set_facts(value: &mut [u8], f: BlockFacts) {
+    value[2] = 1;
+    value[4..6].copy_from_slice(&f.min.to_le_bytes());
+    value[6..8].copy_from_slice(&f.max.to_le_bytes());
+    value[8..12].copy_from_slice(&f.low_sum.to_le_bytes());
 }
 
 /// The delta entry count a [`padded`] value carries.

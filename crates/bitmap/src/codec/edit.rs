@@ -3,10 +3,13 @@
 //! Every edit leaves the container normalized (`kind_policy`). Point writes
 //! (`insert`, `remove`) never create runs; range writes optimize the
 //! container they touch, so a written range becomes a run where that is
-//! strictly smaller.
+//! strictly smaller. [`PointWrite`] re-encodes a container with one value
+//! set or cleared in a single pass over the old encoding, for callers that
+//! keep containers as encoded bytes.
 
-use crate::codec::{Kind, ARRAY_MAX};
+use crate::codec::{pack_header, Kind, ARRAY_MAX, BITSET_BYTES, HEADER_LEN};
 use crate::container::{bitset, run, ContainerBuf, ContainerRef};
+use core::mem::MaybeUninit;
 
 /// A bitset-kind copy of any container, regardless of its cardinality (not normalized).
 pub(crate) fn bitset_copy(r: ContainerRef<'_>) -> ContainerBuf {
@@ -205,5 +208,186 @@ impl ContainerBuf {
         }
         self.normalize();
         self.optimize();
+    }
+}
+
+/// One value set or cleared in a container, where the write keeps the
+/// container's kind: planned by [`ContainerRef::plan_point_write`] and
+/// written by [`PointWrite::write`] straight into the new encoding (header
+/// and payload, `docs/format.md`), one pass over the old payload. The
+/// result is the encoding [`ContainerBuf::insert`] or
+/// [`ContainerBuf::remove`] leaves, byte for byte.
+#[derive(Clone, Copy, Debug)]
+pub struct PointWrite<'a> {
+    src: ContainerRef<'a>,
+    v: u16,
+    value: bool,
+    /// Array: the index `v` takes (set) or holds (clear); 0 for a bitset.
+    pos: usize,
+}
+
+impl<'a> ContainerRef<'a> {
+    /// Plans setting `v` to `value` in this container as a [`PointWrite`].
+    /// `None` when the write changes nothing (`v` has `value` already),
+    /// would leave the container empty, or does not keep the kind: run
+    /// containers, an array of [`ARRAY_MAX`] values gaining one, a bitset
+    /// dropping to [`ARRAY_MAX`] values. Those go through
+    /// [`ContainerBuf::insert`] / [`ContainerBuf::remove`].
+    #[must_use]
+    pub fn plan_point_write(self, v: u16, value: bool) -> Option<PointWrite<'a>> {
+        let pos = match self {
+            ContainerRef::Array(a) => match (a.binary_search(&v), value) {
+                (Err(p), true) if a.len() < ARRAY_MAX => p,
+                (Ok(p), false) if a.len() > 1 => p,
+                _ => return None,
+            },
+            ContainerRef::Bitset { words, card } => {
+                let has = (words[(v >> 6) as usize] >> (v & 63)) & 1 == 1;
+                if has == value || (!value && card - 1 <= ARRAY_MAX as u32) {
+                    return None;
+                }
+                0
+            }
+            ContainerRef::Run { .. } => return None,
+        };
+        Some(PointWrite {
+            src: self,
+            v,
+            value,
+            pos,
+        })
+    }
+}
+
+impl PointWrite<'_> {
+    /// The container's cardinality after the write.
+    #[must_use]
+    pub fn cardinality(&self) -> u32 {
+        let card = self.src.cardinality();
+        if self.value {
+            card + 1
+        } else {
+            card - 1
+        }
+    }
+
+    /// The length of the new encoding, header included.
+    #[must_use]
+    pub fn encoded_len(&self) -> usize {
+        match self.src {
+            ContainerRef::Array(_) => HEADER_LEN + 2 * self.cardinality() as usize,
+            _ => HEADER_LEN + BITSET_BYTES,
+        }
+    }
+
+    /// Writes the new encoding into `out` and returns it, initialized.
+    ///
+    /// # Panics
+    /// When `out` is not [`Self::encoded_len`] bytes long.
+    pub fn write<'o>(&self, out: &'o mut [MaybeUninit<u8>]) -> &'o mut [u8] {
+        assert_eq!(out.len(), self.encoded_len(), "point write: output length");
+        let (head, body) = out.split_at_mut(HEADER_LEN);
+        head.write_copy_of_slice(&pack_header(self.src.kind(), self.cardinality()).to_le_bytes());
+        match self.src {
+            ContainerRef::Array(a) => {
+                let before: &[u8] = bytemuck::cast_slice(&a[..self.pos]);
+                let (b, rest) = body.split_at_mut(before.len());
+                b.write_copy_of_slice(before);
+                if self.value {
+                    let (mid, after) = rest.split_at_mut(2);
+                    mid.write_copy_of_slice(&self.v.to_le_bytes());
+                    after.write_copy_of_slice(bytemuck::cast_slice(&a[self.pos..]));
+                } else {
+                    rest.write_copy_of_slice(bytemuck::cast_slice(&a[self.pos + 1..]));
+                }
+            }
+            ContainerRef::Bitset { words, .. } => {
+                let bytes = body.write_copy_of_slice(bytemuck::cast_slice(&words[..]));
+                // Word v / 64, bit v % 64, little-endian: byte v / 8, bit v % 8.
+                bytes[usize::from(self.v / 8)] ^= 1 << (self.v % 8);
+            }
+            ContainerRef::Run { .. } => unreachable!("plan_point_write plans no run"),
+        }
+        // SAFETY: the header and the payload pieces written above cover
+        // every byte: the payload pieces add up to `encoded_len() -
+        // HEADER_LEN` (asserted against `out`'s length), each one written.
+        unsafe { out.assume_init_mut() }
+    }
+}
+
+#[cfg(test)]
+mod point_write_tests {
+    use super::*;
+    use crate::testing::lows_of_size;
+
+    /// Every planned write leaves exactly the bytes `insert`/`remove`
+    /// leave; every refused one is a no-op, an emptying or a kind change.
+    fn check(lows: &[u16], v: u16) {
+        let c = ContainerBuf::from_sorted(lows);
+        for value in [true, false] {
+            let mut want = c.clone();
+            let changed = if value {
+                want.insert(v)
+            } else {
+                want.remove(v)
+            };
+            match c.as_ref().plan_point_write(v, value) {
+                Some(p) => {
+                    assert!(changed);
+                    let mut out = vec![MaybeUninit::uninit(); p.encoded_len()];
+                    assert_eq!(p.write(&mut out), want.as_bytes(), "{v} {value}");
+                    assert_eq!(p.cardinality(), want.cardinality());
+                }
+                None => assert!(
+                    !changed || want.is_empty() || want.kind() != c.kind() || c.kind() == Kind::Run,
+                    "{v} {value} refused"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn point_writes_match_insert_and_remove_at_every_boundary() {
+        for (n, seed) in [
+            (1, 1),
+            (2, 2),
+            (100, 3),
+            (4095, 4),
+            (4096, 5),
+            (4097, 6),
+            (4098, 7),
+            (30000, 8),
+        ] {
+            let lows = lows_of_size(n, seed);
+            let mut probes = vec![0, 1, 65534, 65535, lows[0], lows[lows.len() - 1]];
+            probes.extend(lows.iter().step_by(97).copied());
+            probes.extend(lows.iter().step_by(89).map(|&x| x.wrapping_add(1)));
+            for v in probes {
+                check(&lows, v);
+            }
+        }
+        let runs: Vec<u16> = (100..3000).collect();
+        check(&runs, 50);
+        check(&runs, 200);
+    }
+
+    #[test]
+    fn a_point_write_refuses_kind_changes_and_emptying() {
+        let full = lows_of_size(4096, 9);
+        let absent = (0..=u16::MAX)
+            .find(|x| full.binary_search(x).is_err())
+            .unwrap();
+        let c = ContainerBuf::from_sorted(&full);
+        assert!(c.as_ref().plan_point_write(absent, true).is_none());
+        let bits = lows_of_size(4097, 10);
+        let b = ContainerBuf::from_sorted(&bits);
+        assert_eq!(b.kind(), Kind::Bitset);
+        assert!(b.as_ref().plan_point_write(bits[7], false).is_none());
+        let one = ContainerBuf::from_sorted(&[42]);
+        assert!(one.as_ref().plan_point_write(42, false).is_none());
+        assert!(one.as_ref().plan_point_write(42, true).is_none());
+        let run = ContainerBuf::from_range(10, 20000);
+        assert_eq!(run.kind(), Kind::Run);
+        assert!(run.as_ref().plan_point_write(5, true).is_none());
     }
 }
