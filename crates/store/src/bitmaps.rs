@@ -36,7 +36,8 @@ use roaringd_bitmap::{Bitmap, ContainerBuf, ContainerRef, ContainerView, Kind as
 use crate::bitmap_delta::{self as delta, Folded, FoldedBlock};
 use crate::block_facts::{low_sum, BlockFacts};
 use crate::container_cache::{
-    deltas_of, facts_of, padded, padded_by, padded_with, set_facts, ContainerCache, Snap, PAD,
+    deltas_of, facts_of, held_charge, padded, padded_by, padded_with, prefetch, set_facts,
+    ContainerCache, Held, Snap, PAD,
 };
 use crate::error::{Result, StoreError};
 use crate::keys;
@@ -302,6 +303,21 @@ enum Stream<'a> {
     },
     /// A scan that reads each block's container as it passes it.
     Scan(Peekable<EntryIter<'a>>),
+    /// A key version held whole by the container cache, from `pos` on
+    /// (ascending): its containers are at hand, taking one costs no lookup.
+    Held { held: Held, pos: usize },
+}
+
+/// How many containers ahead of the one taken a [`Stream::Held`] asks the
+/// CPU to load.
+const LOOKAHEAD: usize = 2;
+
+/// A stream over all of `held`.
+fn held_stream<'a>(held: Held) -> Stream<'a> {
+    for (_, c) in held.iter().take(LOOKAHEAD) {
+        prefetch(c);
+    }
+    Stream::Held { held, pos: 0 }
 }
 
 /// A boxed iterator over `(block, container bytes)` entries.
@@ -312,6 +328,7 @@ type EntryIter<'a> = Box<dyn Iterator<Item = Result<(u16, Bytes)>> + Send + 'a>;
 fn head(s: &mut Stream<'_>) -> Result<Option<u16>> {
     match s {
         Stream::Dir { blocks, pos, .. } => Ok(blocks.get(*pos).copied()),
+        Stream::Held { held, pos } => Ok(held.get(*pos).map(|(b, _)| *b)),
         Stream::Scan(it) => match it.peek() {
             None => Ok(None),
             Some(Ok((hi, _))) => Ok(Some(*hi)),
@@ -329,6 +346,11 @@ fn skip_below(s: &mut Stream<'_>, target: u16) -> Result<()> {
     match s {
         Stream::Dir { blocks, pos, .. } => {
             while blocks.get(*pos).is_some_and(|&b| b < target) {
+                *pos += 1;
+            }
+        }
+        Stream::Held { held, pos } => {
+            while held.get(*pos).is_some_and(|(b, _)| *b < target) {
                 *pos += 1;
             }
         }
@@ -519,6 +541,14 @@ fn take(s: &mut Stream<'_>) -> Result<Bytes> {
             let hi = *blocks.get(*pos).ok_or_else(ended)?;
             *pos += 1;
             fetch(hi)
+        }
+        Stream::Held { held, pos } => {
+            let (_, c) = held.get(*pos).ok_or_else(ended)?;
+            if let Some((_, next)) = held.get(*pos + LOOKAHEAD) {
+                prefetch(next);
+            }
+            *pos += 1;
+            Ok(Bytes::Shared(Arc::clone(c)))
         }
         Stream::Scan(it) => match it.next() {
             Some(Ok((_, v))) => Ok(v),
@@ -855,6 +885,39 @@ impl Txn {
         }
     }
 
+    /// Key version `version` (summary `s`) held whole, cached as such:
+    /// built from its cached directory and containers, each read (and
+    /// cached) first where it is not. `None` when the whole is too big to
+    /// cache, or a read fails or is not cached (the caller streams the key
+    /// then, which reports the error). The caller guarantees this `Txn` has
+    /// not written the key ([`Txn::bm_clean`]).
+    fn bm_hold(&self, db: u16, key: &[u8], version: u64, s: &BitmapSummary) -> Option<Held> {
+        let cc = &self.inner.ccache;
+        let n = usize::try_from(s.containers).ok()?;
+        let bytes = usize::try_from(key_bytes(s)).ok()? + n * (PAD + 4);
+        if !cc.admits(held_charge(n, bytes)) {
+            return None;
+        }
+        let snap = cc.snapshot(version);
+        let d = cc
+            .dir(version)
+            .or_else(|| self.bm_warm(db, key, version, s))?;
+        let mut all = Vec::with_capacity(d.len());
+        for &b in d.iter() {
+            let c = match cc.container(version, b) {
+                Some(c) => c,
+                None => match self.bm_get_stored(db, key, (version, Some(s)), b, false) {
+                    Ok(Some(Bytes::Shared(c))) => c,
+                    _ => return None,
+                },
+            };
+            all.push((b, c));
+        }
+        let held: Held = all.into();
+        cc.fill_held(version, Arc::clone(&held), snap);
+        Some(held)
+    }
+
     /// Reads a whole small key version into the container cache (its
     /// containers and directory) and returns the directory; `None` when
     /// the key is too big to warm (over 1/64 of the budget or 4,096
@@ -974,18 +1037,8 @@ impl Txn {
         reverse: bool,
         s: &BitmapSummary,
     ) -> Stream<'_> {
-        // A stream scans the `Kv`, which lacks a dirty key's edits: a
-        // `keep_dirty` transaction never streams a key it did not absorb
-        // (the server's `keeps_dirty` admits point and summary reads only),
-        // nor does TR.BITOP stream the destination it kept dirty.
-        debug_assert!(
-            (!self.keep_dirty && self.keep_dest.is_none()) || !self.dirty_unabsorbed(db, key),
-            "keep_dirty stream of a dirty key"
-        );
         let cc = &self.inner.ccache;
-        let clean = cc.enabled()
-            && (self.data_overlay_is_empty()
-                || !self.data_overlay_has_prefix(&keys::data_prefix(db, key, version)));
+        let clean = self.bm_clean(db, key, version);
         if clean {
             if let Some(d) = cc
                 .dir(version)
@@ -1040,11 +1093,38 @@ impl Txn {
         Stream::Scan(it.peekable())
     }
 
+    /// True when the container cache may serve key version `version` to
+    /// this `Txn`: the cache is on and this `Txn` has not written the key
+    /// (the cache holds committed state only).
+    fn bm_clean(&self, db: u16, key: &[u8], version: u64) -> bool {
+        // A stream scans the `Kv`, which lacks a dirty key's edits: a
+        // `keep_dirty` transaction never streams a key it did not absorb
+        // (the server's `keeps_dirty` admits point and summary reads only),
+        // nor does TR.BITOP stream the destination it kept dirty.
+        debug_assert!(
+            (!self.keep_dirty && self.keep_dest.is_none()) || !self.dirty_unabsorbed(db, key),
+            "keep_dirty stream of a dirty key"
+        );
+        self.inner.ccache.enabled()
+            && (self.data_overlay_is_empty()
+                || !self.data_overlay_has_prefix(&keys::data_prefix(db, key, version)))
+    }
+
     /// A whole bitmap's container entries for a merge scan. The summary
     /// saves the range iterator where it can: an empty bitmap has no entry,
     /// and a one-container bitmap's entry is a point read at its minimum's
-    /// block (most real bitmaps of small id sets have one container).
-    fn bm_source_stream(&self, db: u16, key: &[u8], version: u64, s: &BitmapSummary) -> Stream<'_> {
+    /// block (most real bitmaps of small id sets have one container). A
+    /// bigger one comes from the version held whole by the cache when it
+    /// is; `whole` (the merge takes every container of the source: OR,
+    /// XOR) holds it whole first ([`Txn::bm_hold`]), else it is streamed
+    /// (an AND skips containers without reading them).
+    fn bm_source_stream(
+        &self,
+        db: u16,
+        key: &[u8],
+        (version, s): (u64, &BitmapSummary),
+        whole: bool,
+    ) -> Stream<'_> {
         let it: EntryIter<'_> = match s.containers {
             0 => Box::new(std::iter::empty()),
             1 => {
@@ -1057,7 +1137,19 @@ impl Txn {
                     Err(e) => Box::new(std::iter::once(Err(e))),
                 }
             }
-            _ => return self.bm_stream(db, key, version, 0, false, s),
+            _ => {
+                if self.bm_clean(db, key, version) {
+                    let held = match self.inner.ccache.held(version) {
+                        Some(h) => Some(h),
+                        None if whole => self.bm_hold(db, key, version, s),
+                        None => None,
+                    };
+                    if let Some(h) = held {
+                        return held_stream(h);
+                    }
+                }
+                return self.bm_stream(db, key, version, 0, false, s);
+            }
         };
         Stream::Scan(it.peekable())
     }
@@ -1844,12 +1936,14 @@ impl Txn {
         sink: &mut MergeSink<'_>,
     ) -> Result<()> {
         let srcs = self.bm_sources(db, keys)?;
+        // OR and XOR take every container of every source.
+        let whole = matches!(op, BitOp::Or | BitOp::Xor);
         let mut streams: Vec<Option<Stream<'_>>> = srcs
             .iter()
             .zip(keys)
             .map(|(s, k)| {
                 s.filter(|(_, sum)| sum.card > 0)
-                    .map(|(v, sum)| self.bm_source_stream(db, k, v, &sum))
+                    .map(|(v, sum)| self.bm_source_stream(db, k, (v, &sum), whole))
             })
             .collect();
         match op {
@@ -2380,8 +2474,8 @@ impl Txn {
             srcs[0].map_or(0, |(_, sum)| sum.card),
             srcs[1].map_or(0, |(_, sum)| sum.card),
         );
-        let mut sa = srcs[0].map(|(v, sum)| self.bm_source_stream(db, ka, v, &sum));
-        let mut sb = srcs[1].map(|(v, sum)| self.bm_source_stream(db, kb, v, &sum));
+        let mut sa = srcs[0].map(|(v, sum)| self.bm_source_stream(db, ka, (v, &sum), false));
+        let mut sb = srcs[1].map(|(v, sum)| self.bm_source_stream(db, kb, (v, &sum), false));
         loop {
             let ha = match sa.as_mut() {
                 Some(s) => head(s)?,
