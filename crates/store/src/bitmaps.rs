@@ -325,6 +325,7 @@ type EntryIter<'a> = Box<dyn Iterator<Item = Result<(u16, Bytes)>> + Send + 'a>;
 
 /// The block of a stream's head, `None` at its end. A scan's read error
 /// surfaces here; a directory stream's when the container is taken.
+#[inline]
 fn head(s: &mut Stream<'_>) -> Result<Option<u16>> {
     match s {
         Stream::Dir { blocks, pos, .. } => Ok(blocks.get(*pos).copied()),
@@ -714,25 +715,19 @@ impl Txn {
         let key = key.to_vec();
         let version = d.meta.version;
         let mut s = summary_of(&d.meta);
-        for (&hi, b) in &d.blocks {
-            self.data_put(
-                db,
-                &key,
-                version,
-                &hi.to_be_bytes(),
-                b.bytes[PAD..].to_vec(),
-            );
-            for seq in 0..b.stored_deltas {
+        for (hi, bytes, stored_deltas) in d.blocks.iter() {
+            self.data_put(db, &key, version, &hi.to_be_bytes(), bytes[PAD..].to_vec());
+            for seq in 0..stored_deltas {
                 self.data_delete(db, &key, version, &delta::delta_sub(hi, seq));
             }
-            s.deltas = s.deltas.saturating_sub(u64::from(b.stored_deltas));
+            s.deltas = s.deltas.saturating_sub(u64::from(stored_deltas));
             if self.inner.ccache.enabled() {
                 // The block's bytes and facts as the tier holds them, for
                 // a cached copy of the block (no delta entries now).
-                let bytes = if deltas_of(&b.bytes) == 0 {
-                    Arc::clone(&b.bytes)
+                let bytes = if deltas_of(bytes) == 0 {
+                    Arc::clone(bytes)
                 } else {
-                    padded_with(&b.bytes[PAD..], 0, facts_of(&b.bytes))
+                    padded_with(&bytes[PAD..], 0, facts_of(bytes))
                 };
                 let dk = keys::data_key(db, &key, version, &hi.to_be_bytes());
                 self.cc_pending.record_update((version, hi, dk), bytes);
@@ -2087,7 +2082,7 @@ impl Txn {
         // `summary_of_bitmap`), without an in-memory `Bitmap`.
         let mut s = BitmapSummary::default();
         let mut out: Vec<(u16, Vec<u8>)> = Vec::new();
-        if self.tier_may_take(db, dest) {
+        if let Some(prev) = self.tier_may_take(db, dest) {
             // Collected as the tier keeps them: padded, and shared with
             // the sources' cache entries where a block is one source's own.
             let mut kept: KeptBlocks = Vec::with_capacity(32);
@@ -2098,7 +2093,7 @@ impl Txn {
                 summary_push_facts(&mut s, hi, r, f);
                 kept.push((hi, piece.padded(f)));
             })?;
-            let Some(kept) = self.bm_bitop_dirty(db, dest, kept, &s)? else {
+            let Some(kept) = self.bm_bitop_dirty(db, dest, kept, (&prev, &s))? else {
                 return Ok(s.card);
             };
             out = kept
@@ -2144,14 +2139,21 @@ impl Txn {
     /// was begun by `Store::begin_keeping` for `dest` and has written
     /// nothing, the tier is on, and `dest` is a bitmap without expiry (the
     /// tier never changes a key's existence or expiry, which SCAN, DBSIZE
-    /// and the expiry index read from the `Kv`). An error reading `dest`
-    /// answers false (it surfaces again on the ordinary path).
-    fn tier_may_take(&mut self, db: u16, dest: &[u8]) -> bool {
+    /// and the expiry index read from the `Kv`). Returns `dest`'s summary
+    /// when it may, `None` when not; an error reading `dest` answers
+    /// `None` (it surfaces again on the ordinary path).
+    fn tier_may_take(&mut self, db: u16, dest: &[u8]) -> Option<BitmapSummary> {
         let mk = keys::KeyBuf::meta(db, dest);
-        self.keep_dest.as_deref() == Some(&mk[..])
-            && self.writes_nothing()
-            && self.inner.dirty.enabled()
-            && matches!(self.meta_of(db, dest, Kind::Bitmap), Ok(Some(m)) if m.expire_at_ms == 0)
+        if self.keep_dest.as_deref() != Some(&mk[..])
+            || !self.writes_nothing()
+            || !self.inner.dirty.enabled()
+        {
+            return None;
+        }
+        match self.meta_of(db, dest, Kind::Bitmap) {
+            Ok(Some(m)) if m.expire_at_ms == 0 => Some(summary_of(&m)),
+            _ => None,
+        }
     }
 
     /// The write-back tier's TR.BITOP (`docs/handoff/write-back-tier.md`,
@@ -2161,7 +2163,7 @@ impl Txn {
     /// `always`); nothing is written to the `Kv`, and the old version's
     /// entries become garbage once the key is absorbed. Called only where
     /// [`Txn::tier_may_take`] held before the merge (which writes
-    /// nothing); returns `None` when taken, and `out` back when the result
+    /// nothing), with the summary it returned (`prev`); returns `None` when taken, and `out` back when the result
     /// is still not the tier's to take: it is empty or over
     /// `oplog::MAX_VALUE`, or the budget is full.
     ///
@@ -2172,7 +2174,7 @@ impl Txn {
         db: u16,
         dest: &[u8],
         out: KeptBlocks,
-        s: &BitmapSummary,
+        (prev, s): (&BitmapSummary, &BitmapSummary),
     ) -> Result<Option<KeptBlocks>> {
         let mk = keys::KeyBuf::meta(db, dest);
         let body: usize = out.iter().map(|(_, b)| 6 + b.len() - PAD).sum();
@@ -2183,23 +2185,21 @@ impl Txn {
         {
             return Ok(Some(out));
         }
-        let bare: Vec<(u16, &[u8])> = out.iter().map(|(hi, b)| (*hi, &b[PAD..])).collect();
-        if self.inner.dirty.holds_whole(&mk, &bare) {
+        // Equal contents have equal summaries (stored deltas aside): only
+        // then are the bytes compared.
+        let same = BitmapSummary { deltas: 0, ..*prev } == *s && {
+            let bare: Vec<(u16, &[u8])> = out.iter().map(|(hi, b)| (*hi, &b[PAD..])).collect();
+            self.inner.dirty.holds_whole(&mk, &bare)
+        };
+        if same {
             // The same result again (a recomputed audience that did not
             // change): the key already is it, logged.
             self.touch(db, dest);
             return Ok(None);
         }
         let version = self.new_data_version()?;
-        let mut blocks =
-            rustc_hash::FxHashMap::with_capacity_and_hasher(out.len(), Default::default());
-        blocks.extend(out.iter().map(|(hi, b)| {
-            let block = crate::dirty::DirtyBlock {
-                bytes: Arc::clone(b),
-                stored_deltas: 0,
-            };
-            (*hi, block)
-        }));
+        // One list for the log record and the dirty map.
+        let blocks: crate::dirty::ValueBlocks = out.into();
         let meta = KeyMeta {
             version,
             expire_at_ms: 0,
@@ -2212,9 +2212,9 @@ impl Txn {
             let dirty = &self.inner.dirty;
             let mut log = dirty.log.lock();
             let Some(log) = log.as_mut() else {
-                return Ok(Some(out));
+                return Ok(Some(blocks.to_vec()));
             };
-            let seq = log.append_value(db, version, dest, out, PAD)?;
+            let seq = log.append_value(db, version, dest, Arc::clone(&blocks), PAD)?;
             dirty.record_value(&mk, meta, blocks, seq);
         }
         self.oplog_appended = true;

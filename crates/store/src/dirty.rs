@@ -48,13 +48,96 @@ pub struct DirtyBlock {
     pub stored_deltas: u16,
 }
 
+/// A TR.BITOP result's containers as the tier keeps them: ascending by
+/// block, padded (`container_cache::padded_with`, no deltas), shared with
+/// the result's log record (and with the container cache where a block is
+/// a source's own).
+pub type ValueBlocks = Arc<[(u16, Arc<[u8]>)]>;
+
+/// A dirty key's containers.
+#[derive(Clone)]
+pub enum Blocks {
+    /// Edited containers by block.
+    Map(FxHashMap<u16, DirtyBlock>),
+    /// A TR.BITOP result's, none with delta entries stored: kept as its
+    /// log record holds them (no map is built, no container shared
+    /// again) until an edit turns them into a map.
+    Value(ValueBlocks),
+}
+
+impl Blocks {
+    /// Number of containers.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        match self {
+            Blocks::Map(m) => m.len(),
+            Blocks::Value(v) => v.len(),
+        }
+    }
+
+    /// True when there is none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Block `hi`'s container and its stored delta entries, if here.
+    #[must_use]
+    pub fn find(&self, hi: u16) -> Option<(&Arc<[u8]>, u16)> {
+        match self {
+            Blocks::Map(m) => m.get(&hi).map(|b| (&b.bytes, b.stored_deltas)),
+            Blocks::Value(v) => v
+                .binary_search_by_key(&hi, |(b, _)| *b)
+                .ok()
+                .map(|i| (&v[i].1, 0)),
+        }
+    }
+
+    /// Every container: `(block, container, stored delta entries)`, in no
+    /// particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, &Arc<[u8]>, u16)> + '_ {
+        let (map, value) = match self {
+            Blocks::Map(m) => (Some(m), None),
+            Blocks::Value(v) => (None, Some(v)),
+        };
+        map.into_iter()
+            .flat_map(|m| m.iter().map(|(&hi, b)| (hi, &b.bytes, b.stored_deltas)))
+            .chain(
+                value
+                    .into_iter()
+                    .flat_map(|v| v.iter().map(|(hi, b)| (*hi, b, 0))),
+            )
+    }
+
+    /// Sets block `hi`'s container; returns the one it replaces.
+    fn insert(&mut self, hi: u16, block: DirtyBlock) -> Option<DirtyBlock> {
+        if let Blocks::Value(v) = self {
+            let m: FxHashMap<u16, DirtyBlock> = v
+                .iter()
+                .map(|(hi, b)| {
+                    let b = DirtyBlock {
+                        bytes: Arc::clone(b),
+                        stored_deltas: 0,
+                    };
+                    (*hi, b)
+                })
+                .collect();
+            *self = Blocks::Map(m);
+        }
+        match self {
+            Blocks::Map(m) => m.insert(hi, block),
+            Blocks::Value(_) => unreachable!("made a map above"),
+        }
+    }
+}
+
 /// A dirty key. See the module docs.
 #[derive(Clone)]
 pub struct DirtyKey {
     /// Its live meta; `version` is the key version every record of it has.
     pub meta: KeyMeta,
-    /// Edited containers by block.
-    pub blocks: FxHashMap<u16, DirtyBlock>,
+    /// Its dirty containers.
+    pub blocks: Blocks,
     /// Every container of the version is in `blocks` (a TR.BITOP result).
     pub whole: bool,
     /// Log sequence numbers of its first and last unabsorbed edits.
@@ -65,7 +148,7 @@ pub struct DirtyKey {
 
 impl DirtyKey {
     fn bytes(&self) -> u64 {
-        self.blocks.values().map(|b| b.bytes.len() as u64).sum()
+        self.blocks.iter().map(|(_, b, _)| b.len() as u64).sum()
     }
 }
 
@@ -187,8 +270,11 @@ impl Dirty {
         }
         let s = self.shards[shard_of(mk)].lock();
         let d = s.get(mk).filter(|d| d.meta.version == version)?;
-        match d.blocks.get(&hi) {
-            Some(b) => Some(Some(b.clone())),
+        match d.blocks.find(hi) {
+            Some((bytes, stored_deltas)) => Some(Some(DirtyBlock {
+                bytes: Arc::clone(bytes),
+                stored_deltas,
+            })),
             None => d.whole.then_some(None),
         }
     }
@@ -219,6 +305,7 @@ impl Dirty {
             None => {
                 let mut blocks = FxHashMap::default();
                 blocks.insert(hi, block);
+                let blocks = Blocks::Map(blocks);
                 s.insert(
                     mk.to_vec(),
                     DirtyKey {
@@ -240,16 +327,10 @@ impl Dirty {
     /// replaces any dirty state of the key: that state's records come
     /// before `seq`, and a replay of the log ends on this one, so only
     /// this record and later ones need keeping (`first_seq` is `seq`).
-    pub fn record_value(
-        &self,
-        mk: &[u8],
-        meta: KeyMeta,
-        blocks: FxHashMap<u16, DirtyBlock>,
-        seq: u64,
-    ) {
+    pub fn record_value(&self, mk: &[u8], meta: KeyMeta, blocks: ValueBlocks, seq: u64) {
         let d = DirtyKey {
             meta,
-            blocks,
+            blocks: Blocks::Value(blocks),
             whole: true,
             first_seq: seq,
             last_seq: seq,
@@ -286,8 +367,8 @@ impl Dirty {
                 && d.blocks.len() == blocks.len()
                 && blocks.iter().all(|(hi, b)| {
                     d.blocks
-                        .get(hi)
-                        .is_some_and(|x| &x.bytes[crate::container_cache::PAD..] == b.as_ref())
+                        .find(*hi)
+                        .is_some_and(|(x, _)| &x[crate::container_cache::PAD..] == b.as_ref())
                 })
         })
     }
@@ -620,12 +701,13 @@ mod tests {
         assert!(d.whole);
         assert_eq!(d.blocks.len(), 2);
         // Each block is one source's own container: the result shares the
-        // source's container cache entry (held by the map, `d` and the
+        // source's container cache entry (held by the result and the
         // cache) rather than a copy.
+        assert!(matches!(d.blocks, super::Blocks::Value(_)));
         assert!(d
             .blocks
-            .values()
-            .all(|b| std::sync::Arc::strong_count(&b.bytes) >= 3));
+            .iter()
+            .all(|(_, b, _)| std::sync::Arc::strong_count(b) >= 2));
         drop(d);
         let next = || st.inner.dirty.log.lock().as_ref().unwrap().next_seq();
         let seq = next();

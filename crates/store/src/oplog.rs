@@ -136,7 +136,7 @@ enum Item {
     /// yet), then the containers `bytes[pad..]` of `blocks`.
     Value {
         head: Vec<u8>,
-        blocks: Vec<(u16, Arc<[u8]>)>,
+        blocks: Arc<[(u16, Arc<[u8]>)]>,
         pad: usize,
     },
 }
@@ -683,9 +683,10 @@ impl OpLog {
         db: u16,
         version: u64,
         key: &[u8],
-        blocks: Vec<(u16, Arc<[u8]>)>,
+        blocks: impl Into<Arc<[(u16, Arc<[u8]>)]>>,
         pad: usize,
     ) -> Result<u64> {
+        let blocks = blocks.into();
         if blocks.iter().any(|(_, b)| b.len() < pad) {
             return Err(StoreError::corrupt(
                 "operation log: container shorter than its pad",
