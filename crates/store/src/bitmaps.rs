@@ -1109,10 +1109,11 @@ impl Txn {
     /// saves the range iterator where it can: an empty bitmap has no entry,
     /// and a one-container bitmap's entry is a point read at its minimum's
     /// block (most real bitmaps of small id sets have one container). A
-    /// bigger one comes from the version held whole by the cache when it
-    /// is; `whole` (the merge takes every container of the source: OR,
-    /// XOR) holds it whole first ([`Txn::bm_hold`]), else it is streamed
-    /// (an AND skips containers without reading them).
+    /// bigger one, when `whole` (the merge takes every container of the
+    /// source: OR, XOR), comes from the version held whole by the cache
+    /// ([`Txn::bm_hold`]); else it is streamed (an AND skips containers
+    /// without reading them, and a lookup of a held entry that only OR
+    /// builds cost AND more than it saved).
     fn bm_source_stream(
         &self,
         db: u16,
@@ -1133,12 +1134,12 @@ impl Txn {
                 }
             }
             _ => {
-                if self.bm_clean(db, key, version) {
-                    let held = match self.inner.ccache.held(version) {
-                        Some(h) => Some(h),
-                        None if whole => self.bm_hold(db, key, version, s),
-                        None => None,
-                    };
+                if whole && self.bm_clean(db, key, version) {
+                    let held = self
+                        .inner
+                        .ccache
+                        .held(version)
+                        .or_else(|| self.bm_hold(db, key, version, s));
                     if let Some(h) = held {
                         return held_stream(h);
                     }
