@@ -475,25 +475,25 @@ impl ContainerCache {
     /// ([`padded`]: the container is `&value[PAD..]`).
     #[must_use]
     pub fn container(&self, version: u64, block: u16) -> Option<Arc<[u8]>> {
+        match self.lookup(Id::Container(version, block))? {
+            Val::Container(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The value cached under `id` (its `Arc` shared), if any.
+    fn lookup(&self, id: Id) -> Option<Val> {
         if !self.enabled() {
             return None;
         }
-        let id = Id::Container(version, block);
-        match self.shards[shard_of(id)].lock().get(id) {
-            Some(Val::Container(b)) => Some(Arc::clone(b)),
-            _ => None,
-        }
+        self.shards[shard_of(id)].lock().get(id).cloned()
     }
 
     /// The cached directory (blocks, ascending) of key version `version`.
     #[must_use]
     pub fn dir(&self, version: u64) -> Option<Arc<[u16]>> {
-        if !self.enabled() {
-            return None;
-        }
-        let id = Id::Dir(version);
-        match self.shards[shard_of(id)].lock().get(id) {
-            Some(Val::Dir(d)) => Some(Arc::clone(d)),
+        match self.lookup(Id::Dir(version))? {
+            Val::Dir(d) => Some(d),
             _ => None,
         }
     }
@@ -501,12 +501,8 @@ impl ContainerCache {
     /// The key version `version` held whole, if cached.
     #[must_use]
     pub fn held(&self, version: u64) -> Option<Held> {
-        if !self.enabled() {
-            return None;
-        }
-        let id = Id::Held(version);
-        match self.shards[shard_of(id)].lock().get(id) {
-            Some(Val::Held(h)) => Some(Arc::clone(h)),
+        match self.lookup(Id::Held(version))? {
+            Val::Held(h) => Some(h),
             _ => None,
         }
     }
@@ -1009,31 +1005,29 @@ mod tests {
         c.fill_held(2, vec![(0u16, Arc::clone(&old))].into(), before);
         assert!(c.held(2).is_none());
         // One that snapshots after the first bump but reads the old
-        // container before the update: its fill, after the update, is
-        // refused (the second bump) ...
-        let mut p = Pending::default();
-        p.record(2, 0, b"a".to_vec());
-        let prep = c.prepare(p, |_| Some(Some(&[3][..])));
-        let vs = prep.versions();
-        bump(&c, &vs);
-        let between = c.snapshot(2);
-        let old = c.container(2, 0).unwrap();
-        prep.update(&c);
-        drop_held(&c, &vs);
-        c.fill_held(2, vec![(0u16, Arc::clone(&old))].into(), between);
-        assert!(c.held(2).is_none());
-        // ... and one before the drop is dropped.
-        let mut p = Pending::default();
-        p.record(2, 0, b"a".to_vec());
-        let prep = c.prepare(p, |_| Some(Some(&[2][..])));
-        let vs = prep.versions();
-        bump(&c, &vs);
-        let between = c.snapshot(2);
-        let old = c.container(2, 0).unwrap();
-        prep.update(&c);
-        c.fill_held(2, vec![(0u16, old)].into(), between);
-        drop_held(&c, &vs);
-        assert!(c.held(2).is_none());
+        // container before the update: its fill is refused when it comes
+        // after the update (the second bump), dropped when it comes before
+        // the drop.
+        for (value, fill_before_drop) in [(3u8, false), (2, true)] {
+            let mut p = Pending::default();
+            p.record(2, 0, b"a".to_vec());
+            let stored = [value];
+            let prep = c.prepare(p, |_| Some(Some(&stored[..])));
+            let vs = prep.versions();
+            bump(&c, &vs);
+            let between = c.snapshot(2);
+            let old = c.container(2, 0).unwrap();
+            prep.update(&c);
+            let fill = || c.fill_held(2, vec![(0u16, Arc::clone(&old))].into(), between);
+            if fill_before_drop {
+                fill();
+                drop_held(&c, &vs);
+            } else {
+                drop_held(&c, &vs);
+                fill();
+            }
+            assert!(c.held(2).is_none(), "fill before drop: {fill_before_drop}");
+        }
         // One that snapshots after the commit reads the new one: kept.
         let after = c.snapshot(2);
         let new = c.container(2, 0).unwrap();
