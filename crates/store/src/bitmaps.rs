@@ -2164,9 +2164,10 @@ impl Txn {
     /// `always`); nothing is written to the `Kv`, and the old version's
     /// entries become garbage once the key is absorbed. Called only where
     /// [`Txn::tier_may_take`] held before the merge (which writes
-    /// nothing), with the summary it returned (`prev`); returns `None` when taken, and `out` back when the result
-    /// is still not the tier's to take: it is empty or over
-    /// `oplog::MAX_VALUE`, or the budget is full.
+    /// nothing), with the summary it returned (`prev`); returns `None`
+    /// when taken, and `out` back when the result is still not the tier's
+    /// to take: it is empty or over `oplog::MAX_VALUE`, or the budget is
+    /// full.
     ///
     /// # Errors
     /// `Io` when the log cannot be written (nothing changed then).
