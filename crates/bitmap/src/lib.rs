@@ -30,7 +30,7 @@ pub mod testing;
 
 pub use bitmap::{Bitmap, KindStat, Stat};
 pub use bitmap64::Bitmap64;
-pub use codec::edit::PointWrite;
+pub use codec::edit::{flip_bitset_in_place, PointWrite};
 pub use codec::view::ContainerView;
 pub use codec::{FormatError, Kind};
 pub use container::{ContainerBuf, ContainerRef};

@@ -192,6 +192,32 @@ fn census(s: &mut BitmapSummary, r: ContainerRef<'_>, add: bool) {
     }
 }
 
+/// [`census`] of a point write to a bitset container that stays one:
+/// its removal and re-addition net to one value more (`value`) or less.
+fn census_bitset_flip(s: &mut BitmapSummary, value: bool) {
+    let k = &mut s.kinds[kind_index(CKind::Bitset)];
+    if value {
+        k.values += 1;
+        s.card += 1;
+    } else {
+        k.values = k.values.saturating_sub(1);
+        s.card = s.card.saturating_sub(1);
+    }
+}
+
+/// The sum and extremes of a summary after bit `off` is set (`value`)
+/// or cleared; a clear must not be of the minimum or the maximum (their
+/// successors need a scan).
+fn summary_point(s: &mut BitmapSummary, off: u32, value: bool) {
+    if value {
+        s.sum += u64::from(off);
+        s.min = s.min.min(off);
+        s.max = s.max.max(off);
+    } else {
+        s.sum -= u64::from(off);
+    }
+}
+
 /// An open bitmap being written: its meta and summary, saved by `finish`.
 struct Edit {
     meta: KeyMeta,
@@ -621,13 +647,13 @@ impl Txn {
         }
         let mut s = summary_of(&m);
         let (hi, lo) = split(off);
-        let Some(old) = self.bm_get(db, key, m.version, hi, Some(&s))? else {
+        let Some(old_bytes) = self.bm_get(db, key, m.version, hi, Some(&s))? else {
             return Ok(None);
         };
-        let n = old.deltas();
-        let old_facts = cached_facts(&old);
-        let old = view(&old)?;
-        let old = old.as_ref();
+        let n = old_bytes.deltas();
+        let old_facts = cached_facts(&old_bytes);
+        let old_view = view(&old_bytes)?;
+        let old = old_view.as_ref();
         let prev = old.contains(lo);
         if prev == value {
             return Ok(Some(prev));
@@ -636,9 +662,73 @@ impl Txn {
             return Ok(None);
         }
         let dirty = &self.inner.dirty;
+        let plan = old.plan_point_write(lo, value);
+        // A bitset that stays one is flipped in place where the tier
+        // holds the only copy of it (no 8 KiB copy), when its cached
+        // facts, if any, follow without a scan.
+        let in_place = match (old, &plan, &old_bytes) {
+            (ContainerRef::Bitset { .. }, Some(w), Bytes::Shared(_)) => {
+                if !dirty.has_room((PAD + w.encoded_len()) as u64) {
+                    return Ok(None);
+                }
+                old_facts.map_or(Some(None), |f| f.after_inner_flip(lo, value).map(Some))
+            }
+            _ => None,
+        };
+        if let Some(facts) = in_place {
+            let Bytes::Shared(held) = old_bytes else {
+                unreachable!("matched as shared above")
+            };
+            let mut flipped = s;
+            census_bitset_flip(&mut flipped, value);
+            summary_point(&mut flipped, off, value);
+            let meta = KeyMeta {
+                summary: Summary::Bitmap(flipped),
+                ..m
+            };
+            let mk = keys::KeyBuf::meta(db, key);
+            {
+                let mut log = dirty.log.lock();
+                let Some(log) = log.as_mut() else {
+                    return Ok(None);
+                };
+                let seq = log.append(db, m.version, key, off, value)?;
+                let edit = |b: &mut [u8]| {
+                    let (pad, c) = b.split_at_mut(PAD);
+                    let done = roaringd_bitmap::flip_bitset_in_place(c, lo, value);
+                    if let (true, Some(f)) = (done, facts) {
+                        set_facts(pad, f);
+                    }
+                    done
+                };
+                if let Err(held) = dirty.record_in_place(&mk, &meta, (hi, seq), held, edit) {
+                    // Shared (a reader holds it) or not the tier's yet
+                    // (read from the container cache): copied, under the
+                    // record appended above.
+                    let old = view(&held)?;
+                    let old = old.as_ref();
+                    // The bytes planned on above: the same plan.
+                    let w = old.plan_point_write(lo, value).ok_or_else(|| {
+                        StoreError::corrupt("a dirty container changed under its key's lock")
+                    })?;
+                    let mut bytes = padded_by(w.encoded_len(), n, |out| w.write(out));
+                    if let Some(f) = facts {
+                        set_facts(Arc::get_mut(&mut bytes).expect("a new Arc"), f);
+                    }
+                    let block = crate::dirty::DirtyBlock {
+                        bytes,
+                        stored_deltas: n,
+                    };
+                    dirty.record(&mk, meta, hi, block, seq);
+                }
+            }
+            self.oplog_appended = true;
+            self.touch(db, key);
+            return Ok(Some(prev));
+        }
         // The new block's value, written in one pass over the old bytes
         // where the kind stays (nearly every edit), else edited as a buffer.
-        let mut bytes = match old.plan_point_write(lo, value) {
+        let mut bytes = match plan {
             Some(w) => {
                 if !dirty.has_room((PAD + w.encoded_len()) as u64) {
                     return Ok(None);
@@ -662,13 +752,7 @@ impl Txn {
         let new = new.as_ref();
         census(&mut s, old, false);
         census(&mut s, new, true);
-        if value {
-            s.sum += u64::from(off);
-            s.min = s.min.min(off);
-            s.max = s.max.max(off);
-        } else {
-            s.sum -= u64::from(off);
-        }
+        summary_point(&mut s, off, value);
         if let Some(f) = old_facts.and_then(|f| f.after_flip(new, lo, value)) {
             set_facts(Arc::get_mut(&mut bytes).expect("a new Arc"), f);
         }

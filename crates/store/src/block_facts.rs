@@ -36,21 +36,32 @@ impl BlockFacts {
     /// `None` when `new` is empty.
     #[must_use]
     pub fn after_flip(self, new: ContainerRef<'_>, lo: u16, value: bool) -> Option<BlockFacts> {
+        if let Some(f) = self.after_inner_flip(lo, value) {
+            return Some(f);
+        }
+        Some(BlockFacts {
+            min: new.min()?,
+            max: new.max()?,
+            low_sum: self.low_sum - u32::from(lo),
+        })
+    }
+
+    /// [`BlockFacts::after_flip`] where it needs no read of the new
+    /// container: `None` for a clear of the minimum or the maximum.
+    #[must_use]
+    pub fn after_inner_flip(self, lo: u16, value: bool) -> Option<BlockFacts> {
         if value {
             Some(BlockFacts {
                 min: self.min.min(lo),
                 max: self.max.max(lo),
                 low_sum: self.low_sum + u32::from(lo),
             })
+        } else if lo == self.min || lo == self.max {
+            None
         } else {
-            let (min, max) = if lo == self.min || lo == self.max {
-                (new.min()?, new.max()?)
-            } else {
-                (self.min, self.max)
-            };
             Some(BlockFacts {
-                min,
-                max,
+                min: self.min,
+                max: self.max,
                 low_sum: self.low_sum - u32::from(lo),
             })
         }

@@ -322,6 +322,45 @@ impl Dirty {
         self.bytes.fetch_add(add, Ordering::Relaxed);
     }
 
+    /// Records an edit as [`Dirty::record`] does, made by `edit` on block
+    /// `hi`'s bytes in place (no copy, the length kept). `held` is the
+    /// caller's reference to the bytes it read ([`Dirty::block`]); the
+    /// edit is made when they are key `mk`'s block `hi` in the map (not in
+    /// a TR.BITOP result's list) and, `held` let go, the map holds the
+    /// only reference to them (no reader has a copy). `edit` returns
+    /// false, having changed nothing, to refuse.
+    ///
+    /// # Errors
+    /// Gives back a reference to the block's unchanged bytes when the
+    /// edit was not made (nothing is recorded then).
+    pub fn record_in_place(
+        &self,
+        mk: &[u8],
+        meta: &KeyMeta,
+        (hi, seq): (u16, u64),
+        held: Arc<[u8]>,
+        edit: impl FnOnce(&mut [u8]) -> bool,
+    ) -> Result<(), Arc<[u8]>> {
+        let mut s = self.shards[shard_of(mk)].lock();
+        let Some(d) = s.get_mut(mk) else {
+            return Err(held);
+        };
+        let Blocks::Map(m) = &mut d.blocks else {
+            return Err(held);
+        };
+        let Some(b) = m.get_mut(&hi).filter(|b| Arc::ptr_eq(&b.bytes, &held)) else {
+            return Err(held);
+        };
+        drop(held);
+        let done = Arc::get_mut(&mut b.bytes).is_some_and(edit);
+        if !done {
+            return Err(Arc::clone(&b.bytes));
+        }
+        d.meta = meta.clone();
+        d.last_seq = seq;
+        Ok(())
+    }
+
     /// Records a whole value (log sequence number `seq`): key `mk` is now
     /// `meta` (a fresh version) with exactly the containers `blocks`. It
     /// replaces any dirty state of the key: that state's records come
@@ -461,7 +500,9 @@ mod tests {
 
     fn off() -> impl proptest::strategy::Strategy<Value = u32> {
         use proptest::prelude::*;
-        (0u32..2, 0u32..3000).prop_map(|(b, lo)| (b << 16) | (lo * 3))
+        // Blocks 0 and 1 arrays (every third value), block 2 a bitset
+        // near the array limit (every 13th).
+        (0u32..3, 0u32..3000).prop_map(|(b, lo)| (b << 16) | (lo * if b == 2 { 13 } else { 3 }))
     }
 
     fn step() -> impl proptest::strategy::Strategy<Value = Step> {
@@ -585,6 +626,75 @@ mod tests {
         );
         t.commit().unwrap();
         assert!(st.inner.dirty.is_empty());
+    }
+
+    /// A dirty bitset block is edited in place by the tier's TR.SETBIT
+    /// when no reader holds it, and copied when one does (the reader's
+    /// bytes stay as they were); either way the key reads back every edit,
+    /// with exact cached facts and summary, and after a crash.
+    #[test]
+    fn a_dirty_bitset_is_edited_in_place_unless_a_reader_holds_it() {
+        use crate::container_cache::{facts_of, PAD};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        let base: Vec<u32> = (0..5000u32).map(|i| i * 13).collect();
+        set_bits(&st, b"k", &base);
+        let edit = |off: u32, v: bool| {
+            let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+            let prev = t.tr_setbit(0, b"k", off, v).unwrap();
+            t.commit().unwrap();
+            prev
+        };
+        let mk = crate::keys::KeyBuf::meta(0, b"k");
+        let block = || {
+            let version = st.inner.dirty.meta(&mk).unwrap().version;
+            st.inner
+                .dirty
+                .block(&mk, version, 0)
+                .unwrap()
+                .unwrap()
+                .bytes
+        };
+        let bit = |b: &[u8], lo: usize| b[PAD + 4 + lo / 8] >> (lo % 8) & 1 == 1;
+        // The first edit copies the clean block into the tier.
+        assert!(!edit(1, true));
+        // A reader's copy: the next edit copies, leaving it unchanged.
+        let held = block();
+        assert!(!edit(2, true));
+        assert!(!bit(&held, 2) && bit(&block(), 2));
+        assert!(!Arc::ptr_eq(&held, &block()));
+        drop(held);
+        // No reader: in place (the same allocation), a set and a clear.
+        let at = Arc::as_ptr(&block());
+        assert!(!edit(3, true));
+        assert!(edit(13, false));
+        let now = block();
+        assert_eq!(Arc::as_ptr(&now), at);
+        assert!(bit(&now, 3) && !bit(&now, 13));
+        let view = roaringd_bitmap::ContainerView::parse(&now[PAD..]).unwrap();
+        assert_eq!(view.as_ref().cardinality(), 5002);
+        assert_eq!(
+            facts_of(&now),
+            crate::block_facts::BlockFacts::of(view.as_ref())
+        );
+        drop(now);
+        let mut want: BTreeSet<u32> = base.iter().copied().collect();
+        want.extend([1, 2, 3]);
+        want.remove(&13);
+        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+        let s = t.tr_summary(0, b"k").unwrap().unwrap();
+        t.commit().unwrap();
+        assert_eq!(s.card, want.len() as u64);
+        assert_eq!(s.sum, want.iter().map(|&v| u64::from(v)).sum::<u64>());
+        assert_eq!((s.min, s.max), (0, 4999 * 13));
+        assert_eq!(st.inner.dirty.len(), 1);
+        drop(st);
+        let st = open(dir.path());
+        assert_eq!(
+            values(&st, b"k").unwrap(),
+            want.into_iter().collect::<Vec<_>>()
+        );
     }
 
     /// TR.SETBITS through an ordinary `Txn`.
@@ -903,7 +1013,10 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let mut st = open(dir.path());
             let mut model: BTreeMap<usize, BTreeSet<u32>> = BTreeMap::new();
-            let base: Vec<u32> = (0..2u32).flat_map(|b| (0..1000u32).map(move |i| (b << 16) | (i * 6))).collect();
+            let base: Vec<u32> = (0..2u32)
+                .flat_map(|b| (0..1000u32).map(move |i| (b << 16) | (i * 6)))
+                .chain((0..4100u32).map(|i| (2 << 16) | (i * 13)))
+                .collect();
             for (k, key) in KEYS.iter().enumerate() {
                 let mut t = st.begin(&[(0, key)]);
                 t.tr_setbits(0, key, &base).unwrap();

@@ -315,6 +315,37 @@ impl PointWrite<'_> {
     }
 }
 
+/// Sets (`value`) or clears bit `v` of an encoded bitset container in
+/// place (header and payload, `docs/format.md`), leaving the bytes
+/// [`PointWrite::write`] would write: no copy, for a caller that owns the
+/// only reference to the encoding. Returns false, changing nothing, when
+/// `bytes` is not a bitset container of this format (wrong length, tag or
+/// cardinality), `v` has `value` already, or the clear would leave
+/// [`ARRAY_MAX`] values (the container must then become an array).
+pub fn flip_bitset_in_place(bytes: &mut [u8], v: u16, value: bool) -> bool {
+    if bytes.len() != HEADER_LEN + BITSET_BYTES {
+        return false;
+    }
+    let header = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    let card = header >> 8;
+    if header != pack_header(Kind::Bitset, card)
+        || card as usize <= ARRAY_MAX
+        || card as usize > BITSET_BYTES * 8
+    {
+        return false;
+    }
+    let byte = HEADER_LEN + usize::from(v / 8);
+    let mask = 1u8 << (v % 8);
+    let has = bytes[byte] & mask != 0;
+    if has == value || (!value && card as usize - 1 <= ARRAY_MAX) {
+        return false;
+    }
+    let card = if value { card + 1 } else { card - 1 };
+    bytes[byte] ^= mask;
+    bytes[..HEADER_LEN].copy_from_slice(&pack_header(Kind::Bitset, card).to_le_bytes());
+    true
+}
+
 #[cfg(test)]
 mod point_write_tests {
     use super::*;
@@ -369,6 +400,67 @@ mod point_write_tests {
         let runs: Vec<u16> = (100..3000).collect();
         check(&runs, 50);
         check(&runs, 200);
+    }
+
+    #[test]
+    fn an_in_place_bitset_flip_writes_what_a_point_write_writes() {
+        for (n, seed) in [
+            (4097, 11),
+            (4098, 12),
+            (30000, 13),
+            (65535, 14),
+            (65536, 15),
+        ] {
+            let lows = lows_of_size(n, seed);
+            let c = ContainerBuf::from_sorted(&lows);
+            assert_eq!(c.kind(), Kind::Bitset);
+            let mut probes = vec![0, 1, 65534, 65535, lows[0], lows[lows.len() - 1]];
+            probes.extend(lows.iter().step_by(101).copied());
+            probes.extend(lows.iter().step_by(83).map(|&x| x.wrapping_add(1)));
+            for v in probes {
+                for value in [true, false] {
+                    let mut bytes = c.as_bytes().to_vec();
+                    let done = flip_bitset_in_place(&mut bytes, v, value);
+                    match c.as_ref().plan_point_write(v, value) {
+                        Some(p) => {
+                            assert!(done, "{n} {v} {value}");
+                            let mut out = vec![MaybeUninit::uninit(); p.encoded_len()];
+                            assert_eq!(bytes, p.write(&mut out), "{n} {v} {value}");
+                        }
+                        None => {
+                            assert!(!done, "{n} {v} {value}");
+                            assert_eq!(bytes, c.as_bytes(), "refused, yet changed");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_in_place_flip_refuses_other_kinds_and_bad_headers() {
+        let array = ContainerBuf::from_sorted(&lows_of_size(100, 16));
+        let mut b = array.as_bytes().to_vec();
+        assert!(!flip_bitset_in_place(&mut b, 7, true));
+        let run = ContainerBuf::from_range(10, 20000);
+        let mut b = run.as_bytes().to_vec();
+        assert!(!flip_bitset_in_place(&mut b, 5, true));
+        let bits = ContainerBuf::from_sorted(&lows_of_size(5000, 17));
+        let good = bits.as_bytes().to_vec();
+        // A bitset claiming array-sized, too large or other-version counts.
+        for patch in [
+            pack_header(Kind::Bitset, 4096),
+            pack_header(Kind::Bitset, 65537),
+            pack_header(Kind::Bitset, 5000) | 0xf0,
+        ] {
+            let mut b = good.clone();
+            b[..4].copy_from_slice(&patch.to_le_bytes());
+            let before = b.clone();
+            assert!(!flip_bitset_in_place(&mut b, 3, true));
+            assert_eq!(b, before);
+        }
+        let mut short = good[..good.len() - 1].to_vec();
+        assert!(!flip_bitset_in_place(&mut short, 3, true));
     }
 
     #[test]
