@@ -332,6 +332,9 @@ enum Stream<'a> {
     /// A key version held whole by the container cache, from `pos` on
     /// (ascending): its containers are at hand, taking one costs no lookup.
     Held { held: Held, pos: usize },
+    /// A one-container key version's container, until taken (no scan, no
+    /// iterator to allocate: most census-like bitmaps are one container).
+    One(Option<(u16, Bytes)>),
 }
 
 /// How many containers ahead of the one taken a [`Stream::Held`] asks the
@@ -356,6 +359,7 @@ fn head(s: &mut Stream<'_>) -> Result<Option<u16>> {
     match s {
         Stream::Dir { blocks, pos, .. } => Ok(blocks.get(*pos).copied()),
         Stream::Held { held, pos } => Ok(held.get(*pos).map(|(b, _)| *b)),
+        Stream::One(one) => Ok(one.as_ref().map(|(b, _)| *b)),
         Stream::Scan(it) => match it.peek() {
             None => Ok(None),
             Some(Ok((hi, _))) => Ok(Some(*hi)),
@@ -379,6 +383,11 @@ fn skip_below(s: &mut Stream<'_>, target: u16) -> Result<()> {
         Stream::Held { held, pos } => {
             while held.get(*pos).is_some_and(|(b, _)| *b < target) {
                 *pos += 1;
+            }
+        }
+        Stream::One(one) => {
+            if one.as_ref().is_some_and(|(b, _)| *b < target) {
+                *one = None;
             }
         }
         Stream::Scan(_) => {
@@ -474,17 +483,19 @@ impl Piece<'_> {
         }
     }
 
-    /// The container as a padded value with no delta count, carrying
-    /// `facts` (the container's: [`BlockFacts::of`]): a source's container
-    /// cache entry itself when it is one with those facts (shared, not
-    /// copied: cache values are immutable), else a copy.
-    fn padded(&self, facts: Option<BlockFacts>) -> Arc<[u8]> {
-        match self {
-            Piece::Source(Bytes::Shared(a)) if deltas_of(a) == 0 && facts_of(a) == facts => {
-                Arc::clone(a)
+    /// The container `r` (this piece's) as a padded value with no delta
+    /// count, carrying its facts ([`BlockFacts::of`]), and those facts: a
+    /// source's container cache entry itself where it is one with facts
+    /// (shared, not copied: cache values are immutable; its values are
+    /// not read), else a copy.
+    fn kept(&self, r: ContainerRef<'_>) -> (Option<BlockFacts>, Arc<[u8]>) {
+        if let Piece::Source(Bytes::Shared(a)) = self {
+            if let (0, Some(f)) = (deltas_of(a), facts_of(a)) {
+                return (Some(f), Arc::clone(a));
             }
-            p => padded_with(p.bytes(), 0, facts),
         }
+        let f = self.facts().or_else(|| BlockFacts::of(r));
+        (f, padded_with(self.bytes(), 0, f))
     }
 }
 
@@ -577,6 +588,7 @@ fn take(s: &mut Stream<'_>) -> Result<Bytes> {
             *pos += 1;
             Ok(Bytes::Shared(Arc::clone(c)))
         }
+        Stream::One(one) => one.take().map(|(_, c)| c).ok_or_else(ended),
         Stream::Scan(it) => match it.next() {
             Some(Ok((_, v))) => Ok(v),
             Some(Err(e)) => Err(e),
@@ -1210,7 +1222,7 @@ impl Txn {
             1 => {
                 let hi = (s.min >> 16) as u16;
                 match self.bm_get(db, key, version, hi, Some(s)) {
-                    Ok(Some(v)) => Box::new(std::iter::once(Ok((hi, v)))),
+                    Ok(Some(v)) => return Stream::One(Some((hi, v))),
                     Ok(None) => Box::new(std::iter::once(Err(StoreError::corrupt(
                         "bitmap summary names a container that is not stored",
                     )))),
@@ -2172,11 +2184,9 @@ impl Txn {
             // the sources' cache entries where a block is one source's own.
             let mut kept: KeptBlocks = Vec::with_capacity(32);
             self.bm_merge(db, op, srcs, &mut |hi, r, piece| {
-                // A passed-through source container's facts come with its
-                // cache entry: its values are not read.
-                let f = piece.facts().or_else(|| BlockFacts::of(r));
+                let (f, bytes) = piece.kept(r);
                 summary_push_facts(&mut s, hi, r, f);
-                kept.push((hi, piece.padded(f)));
+                kept.push((hi, bytes));
             })?;
             let Some(kept) = self.bm_bitop_dirty(db, dest, kept, (&prev, &s))? else {
                 return Ok(s.card);
