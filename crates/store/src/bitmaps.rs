@@ -634,10 +634,12 @@ impl Txn {
     }
 
     /// The write-back tier's TR.SETBIT (`docs/handoff/write-back-tier.md`,
-    /// step 4): edits a copy of the container, keeps it and the new
-    /// summary in the dirty map and appends the edit to the operation log
-    /// (synced by the commit under `always`); nothing is written to the
-    /// `Kv`. Returns the bit's previous value, or
+    /// step 4): edits a copy of the container (a bitset that stays one and
+    /// that the dirty map alone holds: in place,
+    /// [`crate::dirty::Dirty::record_in_place`]),
+    /// keeps it and the new summary in the dirty map and appends the edit
+    /// to the operation log (synced by the commit under `always`); nothing
+    /// is written to the `Kv`. Returns the bit's previous value, or
     /// `None` when the edit is not the tier's to take: a missing key, one
     /// with an expiry, an absent block or one the edit empties, a clear
     /// of the minimum or maximum (which needs a scan), or a full budget.
