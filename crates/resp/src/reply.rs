@@ -51,6 +51,13 @@ impl<'a> ReplyEncoder<'a> {
         self.out.extend_from_slice(b"\r\n");
     }
 
+    /// Appends `bytes`, already encoded replies, verbatim. For replies whose
+    /// encoding is the same in both protocols (arrays, bulk strings,
+    /// integers), or encoded for this encoder's protocol.
+    pub fn raw(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+
     /// `+text` (a simple string; `\r` and `\n` are replaced by spaces).
     pub fn simple(&mut self, text: &[u8]) {
         self.out.push(b'+');

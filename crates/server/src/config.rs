@@ -113,11 +113,13 @@ pub struct Config {
     pub pidfile: String,
     /// `protected-mode` (accepted for compatibility).
     pub protected_mode: bool,
-    /// `tr-max-reply-bytes` (512 MiB): the largest reply TR.RANGE,
-    /// TR.RANGEBITARRAY, TR.GETBITS, TR.SCAN and TR.EXPORT may build; past
-    /// it they reply `ERR invalid arguments, maybe out of range or illegal`
-    /// (spec open point 8).
-    pub tr_max_reply_bytes: u64,
+    /// `max-reply-bytes` (512 MiB; `tr-max-reply-bytes` is an alias): the
+    /// largest reply that a command whose reply size its arguments choose
+    /// may build: TR.RANGE, TR.RANGEBITARRAY, TR.GETBITS, TR.SCAN and
+    /// TR.EXPORT (past it they reply `ERR invalid arguments, maybe out of
+    /// range or illegal`, spec open point 8), SRANDMEMBER and HRANDFIELD
+    /// with a negative count (`ERR reply would exceed max-reply-bytes`).
+    pub max_reply_bytes: u64,
     /// `io-threads`: runtime worker threads that serve connections and run
     /// commands; 0 (the default) = half the cores, at least one (see
     /// [`crate::start::worker_threads`]).
@@ -133,6 +135,31 @@ pub struct Config {
     /// per pick; exactly uniform up to this many, slightly biased above
     /// (`roaringd_store::sample::pick_one`).
     pub random_pick_limit: u64,
+    /// `enable-debug-command` (no, as in Redis): whether `DEBUG` runs, for
+    /// every client (`yes`) or for loopback clients only (`local`).
+    pub enable_debug_command: DebugAccess,
+}
+
+/// Who may run `DEBUG` (`enable-debug-command`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebugAccess {
+    /// Nobody (the default).
+    No,
+    /// Every client.
+    Yes,
+    /// Clients connected from a loopback address.
+    Local,
+}
+
+impl DebugAccess {
+    /// The setting's word.
+    pub fn name(self) -> &'static str {
+        match self {
+            DebugAccess::No => "no",
+            DebugAccess::Yes => "yes",
+            DebugAccess::Local => "local",
+        }
+    }
 }
 
 impl Default for Config {
@@ -157,7 +184,7 @@ impl Default for Config {
             cache_bytes: 64 * 1024 * 1024,
             container_cache_bytes: roaringd_store::container_cache::DEFAULT_BYTES,
             write_back_bytes: roaringd_store::dirty::DEFAULT_BUDGET,
-            tr_max_reply_bytes: 512 * 1024 * 1024,
+            max_reply_bytes: 512 * 1024 * 1024,
             daemonize: false,
             appendonly: true,
             save: String::new(),
@@ -166,6 +193,7 @@ impl Default for Config {
             io_threads: 0,
             disable_thp: true,
             random_pick_limit: roaringd_store::sample::DEFAULT_EXACT_PICK_LIMIT,
+            enable_debug_command: DebugAccess::No,
         }
     }
 }
@@ -196,14 +224,17 @@ pub const NAMES: &[&str] = &[
     "save",
     "pidfile",
     "protected-mode",
+    "max-reply-bytes",
     "tr-max-reply-bytes",
     "io-threads",
     "random-pick-limit",
     "disable-thp",
+    "enable-debug-command",
 ];
 
 /// Settings that only the command line / config file may set.
 const IMMUTABLE: &[&str] = &[
+    "enable-debug-command",
     "io-threads",
     "disable-thp",
     "port",
@@ -356,7 +387,7 @@ impl Config {
             "protected-mode" => self.protected_mode = yes_no(one()?)?,
             "save" => self.save = values.join(" "),
             "pidfile" => self.pidfile = one()?.to_string(),
-            "tr-max-reply-bytes" => self.tr_max_reply_bytes = memory(one()?)?,
+            "max-reply-bytes" | "tr-max-reply-bytes" => self.max_reply_bytes = memory(one()?)?,
             "io-threads" => {
                 // Redis allows 1..=128; 0 here picks the default.
                 let n: u64 = number(one()?)?;
@@ -372,6 +403,14 @@ impl Config {
                 self.random_pick_limit = number(one()?)?;
                 if self.random_pick_limit == 0 {
                     return Err(SetError::Invalid("argument must be at least 1".into()));
+                }
+            }
+            "enable-debug-command" => {
+                self.enable_debug_command = match one()?.to_ascii_lowercase().as_str() {
+                    "no" => DebugAccess::No,
+                    "yes" => DebugAccess::Yes,
+                    "local" => DebugAccess::Local,
+                    _ => return Err(SetError::Invalid("argument(s) must be one of the following: no, yes, local".into())),
                 }
             }
             _ => return Err(SetError::Unknown),
@@ -413,10 +452,11 @@ impl Config {
             "protected-mode" => if self.protected_mode { "yes" } else { "no" }.into(),
             "save" => self.save.clone(),
             "pidfile" => self.pidfile.clone(),
-            "tr-max-reply-bytes" => self.tr_max_reply_bytes.to_string(),
+            "max-reply-bytes" | "tr-max-reply-bytes" => self.max_reply_bytes.to_string(),
             "io-threads" => self.io_threads.to_string(),
             "disable-thp" => if self.disable_thp { "yes" } else { "no" }.into(),
             "random-pick-limit" => self.random_pick_limit.to_string(),
+            "enable-debug-command" => self.enable_debug_command.name().into(),
             _ => return None,
         })
     }
@@ -606,7 +646,7 @@ mod tests {
         let mut out = Vec::new();
         c.matching(b"max*", &mut out);
         let names: Vec<_> = out.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, vec!["maxclients", "maxmemory"]);
+        assert_eq!(names, vec!["maxclients", "maxmemory", "max-reply-bytes"]);
         assert_eq!(parse_memory("1gb"), Some(1 << 30));
     }
 }

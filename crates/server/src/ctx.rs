@@ -32,4 +32,13 @@ impl<'a> Ctx<'a> {
             "internal error: command has no store transaction",
         ))
     }
+
+    /// The reply-size ceiling `max-reply-bytes` of the commands whose reply
+    /// size their arguments choose.
+    pub fn max_reply_bytes(&self) -> u64 {
+        self.server
+            .hot
+            .max_reply_bytes
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
 }

@@ -280,7 +280,11 @@ pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<
     }
 }
 
-/// Calls the handler (no stats, no commit).
+/// Calls the handler (no stats, no commit). A panic in the handler is
+/// caught, logged with the command's name, and returned as
+/// [`CommandError::Panicked`]; a single command's transaction is then
+/// dropped by its caller like any failed command's, and a group's is
+/// handled by [`run_skipping_panicked`].
 pub fn call(
     server: &Server,
     client: &mut Client,
@@ -295,13 +299,83 @@ pub fn call(
         // Keyspace hits/misses count the lookups of read-only commands.
         t.set_count_lookups(!entry.spec.has(Flag::Write));
     }
+    let writes_before = txn.as_deref().map(roaringd_store::Txn::write_count);
     let mut ctx = Ctx {
         db: client.db,
         client,
         server,
         txn,
     };
-    (entry.spec.handler)(&mut ctx, &mut args)
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        (entry.spec.handler)(&mut ctx, &mut args)
+    }));
+    match result {
+        Ok(r) => r,
+        Err(payload) => {
+            let wrote = ctx.txn.as_deref().map(roaringd_store::Txn::write_count) != writes_before;
+            crate::warning!(
+                "Panic while running '{}' for client id={}: {}",
+                entry.full_name,
+                ctx.client.id,
+                panic_message(payload.as_ref())
+            );
+            Err(CommandError::Panicked {
+                name: entry.full_name,
+                wrote,
+            })
+        }
+    }
+}
+
+/// The text of a panic's payload (`panic!` with a literal or a format).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "(no message)"
+    }
+}
+
+/// Runs a list of commands as one atomic unit that a panic in one of them
+/// does not take down: `attempt(skipped)` begins a transaction, runs every
+/// command whose index is not in `skipped` (replying each skipped one with
+/// its error) and commits. When command `i` panics after writing to the
+/// transaction ([`CommandError::Panicked`] with `wrote`), `attempt` drops
+/// the transaction (nothing of it applies) and returns `Err((i, error))`;
+/// the list is then run again without `i`. So the other commands keep
+/// their effects and replies and the failed one applies nothing.
+///
+/// Returns what the first attempt that ends returns. At most one attempt
+/// more than there are commands runs, since each failed attempt adds an
+/// index that later attempts skip. A command that ran before the panic
+/// runs again in the next attempt (its stats count twice).
+pub fn run_skipping_panicked<T>(
+    mut attempt: impl FnMut(&[(usize, CommandError)]) -> Result<T, (usize, CommandError)>,
+) -> T {
+    let mut skipped: Vec<(usize, CommandError)> = Vec::new();
+    loop {
+        match attempt(&skipped) {
+            Ok(t) => return t,
+            Err(failed) => {
+                debug_assert!(skipped.iter().all(|(i, _)| *i != failed.0));
+                skipped.push(failed);
+            }
+        }
+    }
+}
+
+/// The error of command `i` when `skipped` (see [`run_skipping_panicked`])
+/// names it.
+pub fn skipped_error(skipped: &[(usize, CommandError)], i: usize) -> Option<&CommandError> {
+    skipped.iter().find(|(j, _)| *j == i).map(|(_, e)| e)
+}
+
+/// True for the error of a command that panicked after writing to its
+/// transaction (see [`run_skipping_panicked`]).
+pub fn panicked_after_write(r: &Result<Reply, CommandError>) -> bool {
+    matches!(r, Err(CommandError::Panicked { wrote: true, .. }))
 }
 
 /// Records stats and the slow log for one executed command.
@@ -328,5 +402,58 @@ pub fn account(
             client.info.name.lock().clone(),
             server.hot.slowlog_max_len.load(Ordering::Relaxed) as usize,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn panicked(name: &'static str) -> CommandError {
+        CommandError::Panicked { name, wrote: true }
+    }
+
+    #[test]
+    fn run_skipping_panicked_reruns_without_each_failed_command() {
+        // Commands 1 and 3 of 5 panic after writing; each attempt runs the
+        // list from the start and skips the ones that failed before.
+        let mut attempts = Vec::new();
+        let out = run_skipping_panicked(|skipped| {
+            attempts.push(skipped.iter().map(|(i, _)| *i).collect::<Vec<_>>());
+            let mut ran = Vec::new();
+            for i in 0..5 {
+                if let Some(e) = skipped_error(skipped, i) {
+                    ran.push(e.to_string());
+                    continue;
+                }
+                if i == 1 || i == 3 {
+                    return Err((i, panicked(if i == 1 { "one" } else { "three" })));
+                }
+                ran.push(i.to_string());
+            }
+            Ok(ran)
+        });
+        assert_eq!(attempts, vec![vec![], vec![1], vec![1, 3]]);
+        assert_eq!(
+            out,
+            vec![
+                "0",
+                "ERR internal error while running 'one'",
+                "2",
+                "ERR internal error while running 'three'",
+                "4"
+            ]
+        );
+    }
+
+    #[test]
+    fn only_a_panic_after_a_write_restarts_a_group() {
+        assert!(panicked_after_write(&Err(panicked("x"))));
+        assert!(!panicked_after_write(&Err(CommandError::Panicked {
+            name: "x",
+            wrote: false
+        })));
+        assert!(!panicked_after_write(&Err(CommandError::Syntax)));
+        assert!(!panicked_after_write(&Ok(Reply::Ok)));
     }
 }

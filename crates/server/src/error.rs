@@ -55,6 +55,16 @@ pub enum CommandError {
     Custom(Cow<'static, str>),
     /// An error from the store; its `Display` is the reply text.
     Store(roaringd_store::StoreError),
+    /// `ERR internal error while running '<name>'`: the handler of `name`
+    /// panicked (a bug; logged with the command name). `wrote` is true when
+    /// the handler had written to its store transaction before it
+    /// panicked: that transaction must then be dropped, not committed.
+    Panicked {
+        /// The command's lowercase full name.
+        name: &'static str,
+        /// The transaction holds writes of the failed command.
+        wrote: bool,
+    },
 }
 
 impl CommandError {
@@ -176,6 +186,9 @@ impl fmt::Display for CommandError {
             CommandError::Err(text) => write!(f, "ERR {text}"),
             CommandError::Custom(text) => f.write_str(text),
             CommandError::Store(e) => write!(f, "{e}"),
+            CommandError::Panicked { name, .. } => {
+                write!(f, "ERR internal error while running '{name}'")
+            }
         }
     }
 }

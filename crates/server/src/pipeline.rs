@@ -99,41 +99,55 @@ impl Batch {
         self.keys.clear();
     }
 
+    /// Runs the pending commands in one transaction (see the module docs);
+    /// a command that panics after writing is left out and the group runs
+    /// again without it ([`dispatch::run_skipping_panicked`]).
     fn run_group(&mut self, server: &Server, client: &mut Client, buf: &[u8], out: &mut Vec<u8>) {
         let keys: Vec<(u16, &[u8])> = self
             .keys
             .iter()
             .map(|&(db, i)| (db, &buf[self.spans[i].range()]))
             .collect();
-        let mut txn = if self
+        let keep_dirty = self
             .cmds
             .iter()
-            .all(|&(e, a, b)| dispatch::keeps_dirty(e.spec, b - a))
-        {
-            server.store.begin_keep_dirty(&keys)
-        } else {
-            server.store.begin(&keys)
-        };
-        let mut any_write = false;
-        self.replies.clear();
-        // One clock read per command: each command ends where the next starts.
-        let mut start = Instant::now();
-        for &(entry, a, b) in &self.cmds {
-            let args = Args::new(buf, &self.spans[a..b]);
-            any_write |= entry.spec.has(Flag::Write);
-            let r = dispatch::call(server, client, entry, args, Some(&mut txn));
-            let end = Instant::now();
-            let usec = end.duration_since(start).as_micros() as u64;
-            start = end;
-            dispatch::account(server, client, entry, &args, usec, r.is_err());
-            self.replies.push(r.unwrap_or_else(Reply::Error));
-        }
-        if let Err(e) = dispatch::commit(server, txn, any_write) {
-            // Nothing was applied: every command of the group reports it.
-            for r in &mut self.replies {
-                *r = Reply::Error(e.clone());
+            .all(|&(e, a, b)| dispatch::keeps_dirty(e.spec, b - a));
+        let (cmds, spans, replies) = (&self.cmds, &self.spans, &mut self.replies);
+        dispatch::run_skipping_panicked(|skipped| {
+            let mut txn = if keep_dirty {
+                server.store.begin_keep_dirty(&keys)
+            } else {
+                server.store.begin(&keys)
+            };
+            let mut any_write = false;
+            replies.clear();
+            // One clock read per command: each command ends where the next starts.
+            let mut start = Instant::now();
+            for (i, &(entry, a, b)) in cmds.iter().enumerate() {
+                if let Some(e) = dispatch::skipped_error(skipped, i) {
+                    replies.push(Reply::Error(e.clone()));
+                    continue;
+                }
+                let args = Args::new(buf, &spans[a..b]);
+                any_write |= entry.spec.has(Flag::Write);
+                let r = dispatch::call(server, client, entry, args, Some(&mut txn));
+                let end = Instant::now();
+                let usec = end.duration_since(start).as_micros() as u64;
+                start = end;
+                dispatch::account(server, client, entry, &args, usec, r.is_err());
+                if dispatch::panicked_after_write(&r) {
+                    return Err((i, r.unwrap_err()));
+                }
+                replies.push(r.unwrap_or_else(Reply::Error));
             }
-        }
+            if let Err(e) = dispatch::commit(server, txn, any_write) {
+                // Nothing was applied: every command of the group reports it.
+                for r in replies.iter_mut() {
+                    *r = Reply::Error(e.clone());
+                }
+            }
+            Ok(())
+        });
         for r in &self.replies {
             dispatch::encode(server, client, r, out);
         }

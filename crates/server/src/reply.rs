@@ -45,6 +45,10 @@ pub enum Reply {
     Push(Vec<Reply>),
     /// Nothing is written (SHUTDOWN closes the connection instead of replying).
     NoReply,
+    /// Replies already encoded for the client's protocol (see
+    /// [`repeated_draws`]): written verbatim, one reply's worth of bytes
+    /// in one buffer instead of a tree of values.
+    Encoded(Vec<u8>),
 }
 
 impl Reply {
@@ -102,8 +106,58 @@ impl Reply {
                 items.iter().for_each(|r| r.encode(enc));
             }
             Reply::NoReply => {}
+            Reply::Encoded(b) => enc.raw(b),
         }
     }
+}
+
+/// The reply of SRANDMEMBER / HRANDFIELD with a negative count: an array
+/// of `count` draws with repetition from `pool`, each draw one of its
+/// items (already encoded for the client's protocol) making `per_draw`
+/// array elements. An empty pool gives an empty array.
+///
+/// The reply is built in one buffer and checked against `max_bytes`
+/// while it grows, so memory stays within `max_bytes` plus one item.
+///
+/// # Errors
+/// `ERR reply would exceed max-reply-bytes` when it would: at once when
+/// `count` draws of the smallest item already would, else when the buffer
+/// passes it.
+pub fn repeated_draws(
+    pool: &[Vec<u8>],
+    per_draw: u64,
+    count: u64,
+    max_bytes: u64,
+) -> Result<Reply, CommandError> {
+    use rand::Rng;
+    let too_big = || CommandError::err("reply would exceed max-reply-bytes");
+    let Some(smallest) = pool.iter().map(|p| p.len() as u64).min() else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let elements = count.checked_mul(per_draw).ok_or_else(too_big)?;
+    let floor = smallest.checked_mul(count).ok_or_else(too_big)?;
+    if floor > max_bytes {
+        return Err(too_big());
+    }
+    let mut out = Vec::with_capacity(floor as usize + 24);
+    ReplyEncoder::new(&mut out, roaringd_resp::Protocol::Resp2)
+        .array_header(usize::try_from(elements).map_err(|_| too_big())?);
+    let mut rng = rand::rng();
+    for _ in 0..count {
+        let item = &pool[rng.random_range(0..pool.len())];
+        if (out.len() + item.len()) as u64 > max_bytes {
+            return Err(too_big());
+        }
+        out.extend_from_slice(item);
+    }
+    Ok(Reply::Encoded(out))
+}
+
+/// `reply` encoded in protocol `proto`, for [`repeated_draws`]'s pool.
+pub fn encoded(reply: &Reply, proto: roaringd_resp::Protocol) -> Vec<u8> {
+    let mut out = Vec::new();
+    reply.encode(&mut ReplyEncoder::new(&mut out, proto));
+    out
 }
 
 /// Appends the error reply for `e`.
@@ -126,5 +180,67 @@ pub fn encode_error(e: &CommandError, enc: &mut ReplyEncoder<'_>) {
 impl From<CommandError> for Reply {
     fn from(e: CommandError) -> Self {
         Reply::Error(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roaringd_resp::Protocol;
+
+    fn pool(items: &[&[u8]]) -> Vec<Vec<u8>> {
+        items
+            .iter()
+            .map(|b| encoded(&Reply::Bulk(b.to_vec()), Protocol::Resp2))
+            .collect()
+    }
+
+    #[test]
+    fn repeated_draws_are_count_items_of_the_pool() {
+        let p = pool(&[b"a", b"bb"]);
+        let Reply::Encoded(bytes) = repeated_draws(&p, 1, 50, 1 << 20).unwrap() else {
+            panic!("not encoded");
+        };
+        let body = bytes.strip_prefix(b"*50\r\n").expect("array header");
+        let mut rest = body;
+        let mut n = 0;
+        while !rest.is_empty() {
+            let item = p.iter().find(|i| rest.starts_with(i)).expect("a pool item");
+            rest = &rest[item.len()..];
+            n += 1;
+        }
+        assert_eq!(n, 50);
+    }
+
+    #[test]
+    fn repeated_draws_count_elements_per_draw_and_handle_an_empty_pool() {
+        let p = pool(&[b"f"]);
+        let Reply::Encoded(bytes) = repeated_draws(&p, 2, 3, 1 << 20).unwrap() else {
+            panic!("not encoded");
+        };
+        assert!(bytes.starts_with(b"*6\r\n"));
+        assert_eq!(
+            repeated_draws(&[], 1, u64::MAX, 10).unwrap(),
+            Reply::Array(Vec::new())
+        );
+    }
+
+    #[test]
+    fn repeated_draws_refuse_replies_over_the_bound_without_building_them() {
+        let p = pool(&[b"a"]);
+        // 7 bytes an item: 10 draws fit in 100 bytes, 20 do not.
+        assert!(repeated_draws(&p, 1, 10, 100).is_ok());
+        for count in [20, u64::MAX / 2, u64::MAX] {
+            let e = repeated_draws(&p, 2, count, 100).unwrap_err();
+            assert_eq!(e.to_string(), "ERR reply would exceed max-reply-bytes");
+        }
+        // The smallest item decides the early refusal; a big one is caught
+        // while the reply grows.
+        let mixed = pool(&[b"a", &[b'x'; 1000]]);
+        let mut refused = 0;
+        for _ in 0..20 {
+            refused += usize::from(repeated_draws(&mixed, 1, 10, 500).is_err());
+        }
+        assert!(refused > 0);
     }
 }

@@ -44,7 +44,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
              port bind dir requirepass appendfsync maxclients databases loglevel logfile\n  \
              proto-max-bulk-len client-query-buffer-limit slowlog-log-slower-than\n  \
              slowlog-max-len timeout hz maxmemory cache-bytes container-cache-bytes\n  \
-             write-back-bytes random-pick-limit tr-max-reply-bytes io-threads disable-thp pidfile\n\n\
+             write-back-bytes random-pick-limit max-reply-bytes io-threads disable-thp pidfile\n\n\
              Examples:\n  roaringd --port 6380 --dir /var/lib/roaringd\n  \
              roaringd /etc/roaringd.conf --loglevel verbose"
         );

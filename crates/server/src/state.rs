@@ -78,8 +78,9 @@ pub struct HotConfig {
     pub slowlog_max_len: AtomicU64,
     /// `timeout`: idle seconds before a client is closed (0 = never).
     pub timeout: AtomicU64,
-    /// `tr-max-reply-bytes`: reply-size ceiling of the large TR.* replies.
-    pub tr_max_reply_bytes: AtomicU64,
+    /// `max-reply-bytes`: the reply-size ceiling of the commands whose
+    /// reply size their arguments choose.
+    pub max_reply_bytes: AtomicU64,
 }
 
 impl HotConfig {
@@ -90,8 +91,8 @@ impl HotConfig {
         self.slowlog_max_len
             .store(c.slowlog_max_len, Ordering::Relaxed);
         self.timeout.store(c.timeout, Ordering::Relaxed);
-        self.tr_max_reply_bytes
-            .store(c.tr_max_reply_bytes, Ordering::Relaxed);
+        self.max_reply_bytes
+            .store(c.max_reply_bytes, Ordering::Relaxed);
         roaringd_store::sample::set_exact_pick_limit(c.random_pick_limit);
     }
 }

@@ -34,6 +34,8 @@ pub struct Txn {
     touched: Vec<(u16, Vec<u8>)>,
     /// Length of `touched` after its last deduplication.
     touched_distinct: usize,
+    /// Calls of [`Txn::touch`]: every write to the overlay counts.
+    writes: u64,
     versions: Vec<u64>,
     expired: u64,
     /// Count key lookups as keyspace hits / misses (read commands).
@@ -117,6 +119,7 @@ impl Txn {
             data: BTreeMap::new(),
             touched: Vec::new(),
             touched_distinct: 0,
+            writes: 0,
             versions: Vec::new(),
             expired: 0,
             count_lookups: false,
@@ -185,8 +188,17 @@ impl Txn {
         keys
     }
 
+    /// How many writes this `Txn` has made so far (each write to a key
+    /// counts, lazy expiry included). Equal values before and after a
+    /// piece of work mean the work wrote nothing: a caller that abandons
+    /// that work midway (a caught panic) may still commit the rest.
+    pub fn write_count(&self) -> u64 {
+        self.writes
+    }
+
     /// Records `(db, key)` as modified (see `touched`).
     pub(crate) fn touch(&mut self, db: u16, key: &[u8]) {
+        self.writes += 1;
         if let Some((d, k)) = self.touched.last() {
             if *d == db && k.as_slice() == key {
                 return;

@@ -11,7 +11,7 @@ use crate::commands::keyspace::{scan_key_prologue, scan_reply};
 use crate::commands::sets::parse_rand_count;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
-use crate::reply::Reply;
+use crate::reply::{encoded, repeated_draws, Reply};
 
 const R: &[Flag] = &[Flag::Readonly];
 const RF: &[Flag] = &[Flag::Readonly, Flag::Fast];
@@ -239,7 +239,30 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
     if with_values && n.unsigned_abs() > (i64::MAX / 2) as u64 {
         return Err(CommandError::err("value is out of range"));
     }
-    let resp3 = ctx.client.protocol == Protocol::Resp3;
+    let proto = ctx.client.protocol;
+    let resp3 = proto == Protocol::Resp3;
+    if n < 0 {
+        // Draws with repetition from a distinct sample of up to -n fields.
+        let max = ctx.max_reply_bytes();
+        let pool: Vec<Vec<u8>> = ctx
+            .txn()?
+            .hrandfield(db, key, Some(n.saturating_neg()))?
+            .into_iter()
+            .map(|(f, v)| {
+                if !with_values {
+                    encoded(&Reply::Bulk(f), proto)
+                } else if resp3 {
+                    encoded(&Reply::Array(vec![Reply::Bulk(f), Reply::Bulk(v)]), proto)
+                } else {
+                    let mut pair = encoded(&Reply::Bulk(f), proto);
+                    pair.extend(encoded(&Reply::Bulk(v), proto));
+                    pair
+                }
+            })
+            .collect();
+        let per_draw = if with_values && !resp3 { 2 } else { 1 };
+        return repeated_draws(&pool, per_draw, n.unsigned_abs(), max);
+    }
     let picked = ctx.txn()?.hrandfield(db, key, Some(n))?;
     Ok(if !with_values {
         Reply::bulks(picked.into_iter().map(|(f, _)| f))

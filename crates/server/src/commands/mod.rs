@@ -2,6 +2,7 @@
 //! `pub const COMMANDS: &[CommandSpec]`; `command_table::FAMILIES` lists them.
 
 pub mod connection;
+pub mod debug;
 pub mod hashes;
 pub mod introspection;
 pub mod keyspace;

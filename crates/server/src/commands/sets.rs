@@ -11,7 +11,7 @@ use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec, KeySpecDo
 use crate::commands::keyspace::{scan_key_prologue, scan_reply};
 use crate::ctx::Ctx;
 use crate::error::CommandError;
-use crate::reply::Reply;
+use crate::reply::{encoded, repeated_draws, Reply};
 
 const R: &[Flag] = &[Flag::Readonly];
 const RF: &[Flag] = &[Flag::Readonly, Flag::Fast];
@@ -188,7 +188,19 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandE
         }
         1 => {
             let n = parse_rand_count(args)?;
-            Ok(Reply::bulks(ctx.txn()?.srandmember(db, key, Some(n))?))
+            if n >= 0 {
+                return Ok(Reply::bulks(ctx.txn()?.srandmember(db, key, Some(n))?));
+            }
+            // Draws with repetition from a distinct sample of up to -n.
+            let max = ctx.max_reply_bytes();
+            let proto = ctx.client.protocol;
+            let pool: Vec<Vec<u8>> = ctx
+                .txn()?
+                .srandmember(db, key, Some(n.saturating_neg()))?
+                .into_iter()
+                .map(|m| encoded(&Reply::Bulk(m), proto))
+                .collect();
+            repeated_draws(&pool, 1, n.unsigned_abs(), max)
         }
         _ => Err(CommandError::Syntax),
     }

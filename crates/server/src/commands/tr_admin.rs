@@ -151,7 +151,7 @@ fn optimize(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandErro
 }
 
 /// TR.EXPORT key → the bitmap in the portable Roaring serialization (bulk),
-/// nil when missing. Bounded by `tr-max-reply-bytes` (`OutOfRange` past it).
+/// nil when missing. Bounded by `max-reply-bytes` (`OutOfRange` past it).
 fn export(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let key = args.next_bytes()?;
     let db = ctx.db;

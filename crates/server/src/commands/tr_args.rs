@@ -4,9 +4,7 @@
 //! is [`CommandError::NotU32`]; a value that parses but is not acceptable
 //! (start > end, a bit value other than 0/1, a bad count) is
 //! [`CommandError::OutOfRange`]. Also the reply-size ceiling
-//! (`tr-max-reply-bytes`, open point 8).
-
-use std::sync::atomic::Ordering;
+//! (`max-reply-bytes`, open point 8).
 
 use roaringd_resp::Args;
 
@@ -92,11 +90,6 @@ pub fn check_bit_string(b: &[u8]) -> Result<(), CommandError> {
     }
 }
 
-/// The reply-size ceiling `tr-max-reply-bytes`.
-pub fn max_reply_bytes(ctx: &Ctx<'_>) -> u64 {
-    ctx.server.hot.tr_max_reply_bytes.load(Ordering::Relaxed)
-}
-
 /// Encoded size of an integer reply `:<v>\r\n`.
 pub fn int_reply_len(v: u64) -> u64 {
     let digits = if v == 0 { 1 } else { u64::from(v.ilog10()) + 1 };
@@ -108,7 +101,7 @@ pub fn int_reply_len(v: u64) -> u64 {
 /// # Errors
 /// `OutOfRange` (open point 8).
 pub fn check_reply(ctx: &Ctx<'_>, bytes: u64) -> Result<(), CommandError> {
-    if bytes > max_reply_bytes(ctx) {
+    if bytes > ctx.max_reply_bytes() {
         Err(CommandError::OutOfRange)
     } else {
         Ok(())

@@ -2,7 +2,7 @@
 //! TR.BITCOUNT, TR.BITPOS, TR.SCAN, TR.RANGE, TR.RANGEBITARRAY, TR.MIN,
 //! TR.MAX, TR.RANK. Missing keys get the fixed replies of spec section 6.
 //! The large replies (GETBITS, SCAN, RANGE, RANGEBITARRAY) are bounded by
-//! `tr-max-reply-bytes` (open point 8): past it the command replies
+//! `max-reply-bytes` (open point 8): past it the command replies
 //! `ERR invalid arguments, maybe out of range or illegal` and never builds
 //! the reply.
 
@@ -10,7 +10,7 @@ use roaringd_resp::Args;
 
 use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
 use crate::commands::tr_args::{
-    bit_of, check_reply, i64_of, int_reply_len, max_reply_bytes, next_range, next_u32, rest_u32,
+    bit_of, check_reply, i64_of, int_reply_len, next_range, next_u32, rest_u32,
 };
 use crate::ctx::Ctx;
 use crate::error::CommandError;
@@ -188,7 +188,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
         }
     }
     // Never collect more than the ceiling allows (4 bytes per value at least).
-    let cap = (max_reply_bytes(ctx) / 4).min(u64::from(u32::MAX) + 1);
+    let cap = (ctx.max_reply_bytes() / 4).min(u64::from(u32::MAX) + 1);
     let count = (count as u64).min(cap + 1) as usize;
     let db = ctx.db;
     let Some((cursor, vals)) = ctx.txn()?.tr_scan(db, key, start, count)? else {
@@ -210,7 +210,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
 fn range(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let key = args.next_bytes()?;
     let (start, end) = next_range(args)?;
-    let max = max_reply_bytes(ctx);
+    let max = ctx.max_reply_bytes();
     let cap = usize::try_from(max / 4).unwrap_or(usize::MAX - 1);
     let db = ctx.db;
     // Refuse before collecting anything when even the smallest encoding

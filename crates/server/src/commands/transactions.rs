@@ -159,14 +159,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
             );
         }
     }
-    let mut txn = if !needs_txn {
-        None
-    } else if exclusive {
-        Some(server.store.begin_exclusive())
-    } else {
-        let keys: Vec<(u16, &[u8])> = owned.iter().map(|(d, k)| (*d, k.as_slice())).collect();
-        Some(server.store.begin(&keys))
-    };
+    let mut txn = begin_exec_txn(server, needs_txn, exclusive, &owned);
     // Checked with the locks held: writers mark WATCHers dirty (with the
     // exact keys they modified) before they release their key locks.
     let mut dirty = client.watch.dirty.load(Ordering::Acquire);
@@ -194,26 +187,67 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
         return Ok(Reply::NullArray);
     }
 
-    let mut replies = Vec::with_capacity(multi.queued.len());
-    for q in &multi.queued {
-        let spec = q.entry.spec;
-        let args = q.args();
-        let start = Instant::now();
-        let t = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
-            txn.as_mut()
-        } else {
-            None
+    // A queued command that panics after writing is left out and the
+    // queue runs again without it, in a new transaction (its locks are
+    // taken again, after the WATCH check: the one case where another
+    // client's write may come between the check and the commands).
+    let db_at_exec = client.db;
+    let mut first_txn = Some(txn);
+    dispatch::run_skipping_panicked(|skipped| {
+        let mut txn = match first_txn.take() {
+            Some(t) => t,
+            None => {
+                client.db = db_at_exec;
+                begin_exec_txn(server, needs_txn, exclusive, &owned)
+            }
         };
-        let r = dispatch::call(server, client, q.entry, args, t);
-        let usec = start.elapsed().as_micros() as u64;
-        dispatch::account(server, client, q.entry, &args, usec, r.is_err());
-        if let Err(e) = &r {
-            dispatch::record_error(server, e);
+        let mut replies = Vec::with_capacity(multi.queued.len());
+        for (i, q) in multi.queued.iter().enumerate() {
+            if let Some(e) = dispatch::skipped_error(skipped, i) {
+                replies.push(Reply::Error(e.clone()));
+                continue;
+            }
+            let spec = q.entry.spec;
+            let args = q.args();
+            let start = Instant::now();
+            let t = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
+                txn.as_mut()
+            } else {
+                None
+            };
+            let r = dispatch::call(server, client, q.entry, args, t);
+            let usec = start.elapsed().as_micros() as u64;
+            dispatch::account(server, client, q.entry, &args, usec, r.is_err());
+            if dispatch::panicked_after_write(&r) {
+                return Err((i, r.unwrap_err()));
+            }
+            if let Err(e) = &r {
+                dispatch::record_error(server, e);
+            }
+            replies.push(r.unwrap_or_else(Reply::Error));
         }
-        replies.push(r.unwrap_or_else(Reply::Error));
+        Ok(match txn {
+            Some(txn) => dispatch::commit(server, txn, any_write).map(|()| Reply::Array(replies)),
+            None => Ok(Reply::Array(replies)),
+        })
+    })
+}
+
+/// The transaction of an EXEC over the union `owned` of its queued
+/// commands' keys: none when no queued command touches data, the whole
+/// store when one is exclusive.
+fn begin_exec_txn(
+    server: &crate::state::Server,
+    needs_txn: bool,
+    exclusive: bool,
+    owned: &[(u16, Vec<u8>)],
+) -> Option<roaringd_store::Txn> {
+    if !needs_txn {
+        None
+    } else if exclusive {
+        Some(server.store.begin_exclusive())
+    } else {
+        let keys: Vec<(u16, &[u8])> = owned.iter().map(|(d, k)| (*d, k.as_slice())).collect();
+        Some(server.store.begin(&keys))
     }
-    if let Some(txn) = txn {
-        dispatch::commit(server, txn, any_write)?;
-    }
-    Ok(Reply::Array(replies))
 }
