@@ -219,3 +219,47 @@ def test_raw_client_survives_panics_in_a_long_pipeline(hostile_server):
     assert sum(isinstance(r, Err) for r in replies) == 4
     assert c.call("SCARD", "grow") == 200
     c.close()
+
+
+def _rss_mb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_memory_of_stalled_clients_returns_after_they_leave(roaringd_server):
+    """20 clients each stall in the middle of a 10 MiB request, then leave:
+    the server's RSS goes back near where it was (the allocator hands the
+    freed buffers back to the OS once the workers are idle)."""
+    import socket
+    import time
+    s = roaringd_server().start()
+    pid = s.proc.pid
+    c = s.client()
+    assert c.call("PING") is not None
+    base = _rss_mb(pid)
+    size = 10 * 1024 * 1024
+    chunk = b"x" * (1 << 20)
+    socks = []
+    for _ in range(20):
+        k = socket.create_connection(("127.0.0.1", s.port))
+        k.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n" % size)
+        for _ in range(9):
+            k.sendall(chunk)
+        socks.append(k)
+    # the server has buffered what was sent (it answers others meanwhile)
+    deadline = time.monotonic() + 60
+    while _rss_mb(pid) < base + 150 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    peak = _rss_mb(pid)
+    assert peak >= base + 150, (base, peak)
+    assert c.call("PING") is not None
+    for k in socks:
+        k.close()
+    deadline = time.monotonic() + 60
+    while _rss_mb(pid) > base + 40 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _rss_mb(pid) <= base + 40, (base, peak, _rss_mb(pid))
+    c.close()

@@ -6,6 +6,7 @@
 //! opens the store `Txn`, runs the handler, commits → the `Reply` is encoded
 //! into the connection's output buffer → one write per read.
 
+pub mod allocator;
 pub mod client;
 pub mod command_table;
 pub mod commands;

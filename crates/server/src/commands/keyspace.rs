@@ -545,6 +545,7 @@ fn memory_malloc_stats(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply
 }
 
 fn memory_purge(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    crate::allocator::collect();
     Ok(Reply::Ok)
 }
 
