@@ -263,3 +263,32 @@ def test_memory_of_stalled_clients_returns_after_they_leave(roaringd_server):
         time.sleep(0.2)
     assert _rss_mb(pid) <= base + 40, (base, peak, _rss_mb(pid))
     c.close()
+
+
+def test_long_commands_run_off_the_worker_with_correct_replies(hostile_server):
+    """Long requests (by their arguments or by the data) run as blocking work,
+    alone, in a pipeline group and inside EXEC, nested with a TR.BITOP that
+    goes off the worker itself: the replies and effects are those of the
+    same commands run short."""
+    c = hostile_server.client(timeout=120)
+    seed(c)
+    offsets = [str(i * 3) for i in range(20000)]
+    assert c.call("TR.SETBITS", "big", *offsets) == 20000
+    assert c.call("TR.FLIPRANGE", "wide", "0", "4294967295") == 4294967296
+    replies = c.pipeline([("TR.SETBITS", "g1", *offsets), ("TR.BITCOUNT", "g1"), ("TR.SETRANGE", "g2", "0", "99999999"),
+                          ("TR.BITCOUNT", "g2"), ("PING",)])
+    assert replies[:4] == [20000, 20000, 100000000, 100000000]
+    many = [("TR.SETRANGE", f"src{i}", str(i * 70000), str(i * 70000 + 65535)) for i in range(600)]
+    assert all(isinstance(r, int) for r in c.pipeline(many))
+    replies = c.pipeline([("MULTI",), ("TR.SETBITS", "x1", *offsets),
+                          ("TR.BITOP", "dest", "OR", *[f"src{i}" for i in range(600)]), ("TR.BITCOUNT", "dest"),
+                          ("EXEC",)])
+    assert replies[-1] == [20000, 600 * 65536, 600 * 65536], replies[-1]
+    r = c.call("TR.RANGE", "big", "0", "4294967295")
+    assert r == [i * 3 for i in range(20000)]
+    r = c.call("TR.SCAN", "big", "0", "COUNT", "30000")
+    assert r[0] == 0 and r[1] == [i * 3 for i in range(20000)]
+    r = c.call("TR.RANGEBITARRAY", "big", "0", "3999999")
+    assert len(r) == 4000000 and r.count(b"1") == 20000 and r[:7] == b"1001001"
+    assert c.call("SCARD", "s") == 3
+    c.close()

@@ -34,6 +34,12 @@ use crate::reply::Reply;
 /// Handlers never touch sockets.
 pub type Handler = fn(&mut Ctx<'_>, &mut Args<'_>) -> Result<Reply, CommandError>;
 
+/// Estimates, from a request's arguments alone (no store access), the
+/// microseconds of work it asks for: a count of offsets, members or
+/// containers times a measured cost each. Unparsable arguments estimate 0
+/// (the handler refuses them at once). See [`CommandSpec::work`].
+pub type WorkFn = fn(&Args<'_>) -> u64;
+
 /// Extracts the absolute argument indices of the keys of a request whose
 /// key positions depend on its arguments (movable keys). Pushes onto `out`.
 pub type KeysFn = fn(args: &Args<'_>, out: &mut Vec<usize>);
@@ -463,6 +469,14 @@ pub struct CommandSpec {
     /// Explicit key specs for `COMMAND INFO` (one per key position, each
     /// with its own flags); empty: derived from `keys` and `key_flags`.
     pub key_specs: &'static [KeySpecDoc],
+    /// The work a request asks for by its arguments (a TR.SETBITS with a
+    /// million offsets, a TR.FLIPRANGE over 2^32); `None`: always short.
+    /// A request over [`crate::dispatch::LONG_WORK_US`] runs off the
+    /// connection workers, so the other clients of its worker are not
+    /// stalled. Work that depends on the data (a TR.RANGE over a dense
+    /// key, a TR.BITOP of big sources) is judged by its handler, which
+    /// sees the data's size.
+    pub work: Option<WorkFn>,
 }
 
 /// What every row of one command-family file shares: its ACL categories and
@@ -512,7 +526,21 @@ impl CommandSpec {
             group: "generic",
             key_flags: None,
             key_specs: &[],
+            work: None,
         }
+    }
+
+    /// Sets the estimate of a request's work (see [`CommandSpec::work`]).
+    pub const fn work(mut self, f: WorkFn) -> Self {
+        self.work = Some(f);
+        self
+    }
+
+    /// True when `args` (the whole request) asks for more work than
+    /// [`crate::dispatch::LONG_WORK_US`].
+    pub fn is_long(&self, args: &Args<'_>) -> bool {
+        self.work
+            .is_some_and(|f| f(args) > crate::dispatch::LONG_WORK_US)
     }
 
     /// Sets the flags.

@@ -73,12 +73,24 @@ pub fn execute_entry(
 
 /// Appends `reply` in the client's protocol, counting an error reply for
 /// INFO (EXEC counts the errors of its queued commands itself).
+/// A reply of one big buffer (over [`LONG_REPLY_BYTES`]) is copied into
+/// `out` off the connection worker.
 pub fn encode(server: &Server, client: &Client, reply: &Reply, out: &mut Vec<u8>) {
     if let Reply::Error(e) = reply {
         record_error(server, e);
     }
-    reply.encode(&mut ReplyEncoder::new(out, client.protocol));
+    let big = match reply {
+        Reply::Bulk(b) | Reply::Encoded(b) => b.len() > LONG_REPLY_BYTES,
+        _ => false,
+    };
+    run_blocking_if(big, || {
+        reply.encode(&mut ReplyEncoder::new(out, client.protocol));
+    });
 }
+
+/// Bytes of a one-buffer reply above which [`encode`] copies it off the
+/// worker (a 300 MB TR.RANGEBITARRAY's copy stalled the worker 150 ms).
+pub const LONG_REPLY_BYTES: usize = 4 << 20;
 
 /// Counts one error reply in INFO stats/errorstats.
 pub fn record_error(server: &Server, e: &CommandError) {
@@ -175,55 +187,72 @@ pub fn keeps_dest(spec: &crate::command_table::CommandSpec) -> bool {
     matches!(spec.name, "tr.bitop" | "tr.diff")
 }
 
-/// Runs a resolved, admitted command as its own store transaction.
+/// Estimated microseconds of work (see `CommandSpec::work`) above which a
+/// request runs off the connection workers ([`run_blocking`]): about a
+/// millisecond, well above the thread wake-up that handing the worker
+/// over costs.
+pub const LONG_WORK_US: u64 = 1000;
+
+/// Runs a resolved, admitted command as its own store transaction: off the
+/// worker when its arguments ask for long work (`CommandSpec::is_long`),
+/// so that the worker's other connections go on meanwhile.
 fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'_>) -> Reply {
     let spec = entry.spec;
     let start = Instant::now();
-    let result = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
-        let db = client.db;
-        // Key positions go to a per-connection scratch vector and the keys
-        // to a stack array: no allocation for commands with few keys.
-        let mut idx = std::mem::take(&mut client.key_scratch);
-        idx.clear();
-        spec.keys.extract(&args, &mut idx);
-        let mut small: [(u16, &[u8]); 4] = [(0, &[]); 4];
-        let big: Vec<(u16, &[u8])>;
-        let keys: &[(u16, &[u8])] = if idx.len() <= small.len() {
-            for (slot, &i) in small.iter_mut().zip(idx.iter()) {
-                *slot = (db, args.get(i).unwrap_or_default());
-            }
-            &small[..idx.len()]
+    let result = run_blocking_if(spec.is_long(&args), || {
+        if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
+            run_in_txn(server, client, entry, args)
         } else {
-            big = idx
-                .iter()
-                .map(|&i| (db, args.get(i).unwrap_or_default()))
-                .collect();
-            &big
-        };
-        client.key_scratch = idx;
-        let mut txn = if spec.has(Flag::Exclusive) {
-            server.store.begin_exclusive()
-        } else if keeps_dirty(spec, args.len()) {
-            server.store.begin_keep_dirty(keys)
-        } else if keeps_dest(spec) && !keys.is_empty() {
-            server.store.begin_keeping(keys, keys[0])
-        } else {
-            server.store.begin(keys)
-        };
-        let r = call(server, client, entry, args, Some(&mut txn));
-        match r {
-            Ok(reply) => match commit(server, txn, spec.has(Flag::Write)) {
-                Ok(()) => Ok(reply),
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
+            call(server, client, entry, args, None)
         }
-    } else {
-        call(server, client, entry, args, None)
-    };
+    });
     let usec = start.elapsed().as_micros() as u64;
     account(server, client, entry, &args, usec, result.is_err());
     result.unwrap_or_else(Reply::Error)
+}
+
+/// [`run`]'s data command: begins the `Txn` over the row's keys, calls the
+/// handler, commits on success.
+fn run_in_txn(
+    server: &Server,
+    client: &mut Client,
+    entry: &'static Entry,
+    args: Args<'_>,
+) -> Result<Reply, CommandError> {
+    let spec = entry.spec;
+    let db = client.db;
+    // Key positions go to a per-connection scratch vector and the keys
+    // to a stack array: no allocation for commands with few keys.
+    let mut idx = std::mem::take(&mut client.key_scratch);
+    idx.clear();
+    spec.keys.extract(&args, &mut idx);
+    let mut small: [(u16, &[u8]); 4] = [(0, &[]); 4];
+    let big: Vec<(u16, &[u8])>;
+    let keys: &[(u16, &[u8])] = if idx.len() <= small.len() {
+        for (slot, &i) in small.iter_mut().zip(idx.iter()) {
+            *slot = (db, args.get(i).unwrap_or_default());
+        }
+        &small[..idx.len()]
+    } else {
+        big = idx
+            .iter()
+            .map(|&i| (db, args.get(i).unwrap_or_default()))
+            .collect();
+        &big
+    };
+    client.key_scratch = idx;
+    let mut txn = if spec.has(Flag::Exclusive) {
+        server.store.begin_exclusive()
+    } else if keeps_dirty(spec, args.len()) {
+        server.store.begin_keep_dirty(keys)
+    } else if keeps_dest(spec) && !keys.is_empty() {
+        server.store.begin_keeping(keys, keys[0])
+    } else {
+        server.store.begin(keys)
+    };
+    let reply = call(server, client, entry, args, Some(&mut txn))?;
+    commit(server, txn, spec.has(Flag::Write))?;
+    Ok(reply)
 }
 
 /// Runs `f` as blocking work when called on a worker of the

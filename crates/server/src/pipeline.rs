@@ -113,40 +113,45 @@ impl Batch {
             .iter()
             .all(|&(e, a, b)| dispatch::keeps_dirty(e.spec, b - a));
         let (cmds, spans, replies) = (&self.cmds, &self.spans, &mut self.replies);
-        dispatch::run_skipping_panicked(|skipped| {
-            let mut txn = if keep_dirty {
-                server.store.begin_keep_dirty(&keys)
-            } else {
-                server.store.begin(&keys)
-            };
-            let mut any_write = false;
-            replies.clear();
-            // One clock read per command: each command ends where the next starts.
-            let mut start = Instant::now();
-            for (i, &(entry, a, b)) in cmds.iter().enumerate() {
-                if let Some(e) = dispatch::skipped_error(skipped, i) {
-                    replies.push(Reply::Error(e.clone()));
-                    continue;
+        let long = cmds
+            .iter()
+            .any(|&(e, a, b)| e.spec.is_long(&Args::new(buf, &spans[a..b])));
+        dispatch::run_blocking_if(long, || {
+            dispatch::run_skipping_panicked(|skipped| {
+                let mut txn = if keep_dirty {
+                    server.store.begin_keep_dirty(&keys)
+                } else {
+                    server.store.begin(&keys)
+                };
+                let mut any_write = false;
+                replies.clear();
+                // One clock read per command: each command ends where the next starts.
+                let mut start = Instant::now();
+                for (i, &(entry, a, b)) in cmds.iter().enumerate() {
+                    if let Some(e) = dispatch::skipped_error(skipped, i) {
+                        replies.push(Reply::Error(e.clone()));
+                        continue;
+                    }
+                    let args = Args::new(buf, &spans[a..b]);
+                    any_write |= entry.spec.has(Flag::Write);
+                    let r = dispatch::call(server, client, entry, args, Some(&mut txn));
+                    let end = Instant::now();
+                    let usec = end.duration_since(start).as_micros() as u64;
+                    start = end;
+                    dispatch::account(server, client, entry, &args, usec, r.is_err());
+                    if dispatch::panicked_after_write(&r) {
+                        return Err((i, r.unwrap_err()));
+                    }
+                    replies.push(r.unwrap_or_else(Reply::Error));
                 }
-                let args = Args::new(buf, &spans[a..b]);
-                any_write |= entry.spec.has(Flag::Write);
-                let r = dispatch::call(server, client, entry, args, Some(&mut txn));
-                let end = Instant::now();
-                let usec = end.duration_since(start).as_micros() as u64;
-                start = end;
-                dispatch::account(server, client, entry, &args, usec, r.is_err());
-                if dispatch::panicked_after_write(&r) {
-                    return Err((i, r.unwrap_err()));
+                if let Err(e) = dispatch::commit(server, txn, any_write) {
+                    // Nothing was applied: every command of the group reports it.
+                    for r in replies.iter_mut() {
+                        *r = Reply::Error(e.clone());
+                    }
                 }
-                replies.push(r.unwrap_or_else(Reply::Error));
-            }
-            if let Err(e) = dispatch::commit(server, txn, any_write) {
-                // Nothing was applied: every command of the group reports it.
-                for r in replies.iter_mut() {
-                    *r = Reply::Error(e.clone());
-                }
-            }
-            Ok(())
+                Ok(())
+            })
         });
         for r in &self.replies {
             dispatch::encode(server, client, r, out);

@@ -66,6 +66,18 @@ impl Reply {
         Reply::Array(items.into_iter().map(|b| Reply::Bulk(b.into())).collect())
     }
 
+    /// An array of integers, encoded at once ([`Reply::Encoded`]): about 10
+    /// bytes a value instead of a `Reply` each (a 30-million-value
+    /// TR.RANGE took 1.5 GB as a tree of replies).
+    pub fn integers(vals: impl IntoIterator<Item = i64, IntoIter: ExactSizeIterator>) -> Self {
+        let vals = vals.into_iter();
+        let mut out = Vec::with_capacity(16 + vals.len() * 8);
+        let mut enc = ReplyEncoder::new(&mut out, roaringd_resp::Protocol::Resp2);
+        enc.array_header(vals.len());
+        vals.for_each(|v| enc.integer(v));
+        Reply::Encoded(out)
+    }
+
     /// A bulk string, or null when `v` is `None`.
     pub fn bulk_or_null(v: Option<Vec<u8>>) -> Self {
         v.map_or(Reply::Null, Reply::Bulk)

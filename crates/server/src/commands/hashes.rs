@@ -9,6 +9,7 @@ use roaringd_store::Kind;
 use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
 use crate::commands::keyspace::{scan_key_prologue, scan_reply};
 use crate::commands::sets::parse_rand_count;
+use crate::commands::work;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::{encoded, repeated_draws, Reply};
@@ -37,19 +38,19 @@ const fn row(
 
 /// Rows of this family.
 pub const COMMANDS: &[CommandSpec] = &[
-    row("hset", -4, hset, WDF, "Creates or modifies the value of a field in a hash.", "2.0.0")
+    row("hset", -4, hset, WDF, "Creates or modifies the value of a field in a hash.", "2.0.0").work(work::per_element)
         .key_flags(&["RW", "update"]),
-    row("hmset", -4, hmset, WDF, "Sets the values of multiple fields.", "2.0.0")
+    row("hmset", -4, hmset, WDF, "Sets the values of multiple fields.", "2.0.0").work(work::per_element)
         .key_flags(&["RW", "update"]),
     row("hsetnx", 4, hsetnx, WDF, "Sets the value of a field in a hash only when the field doesn't exist.", "2.0.0")
         .key_flags(&["RW", "insert"]),
     row("hget", 3, hget, RF, "Returns the value of a field in a hash.", "2.0.0")
         .key_flags(&["RO", "access"]),
-    row("hmget", -3, hmget, RF, "Returns the values of all fields in a hash.", "2.0.0")
+    row("hmget", -3, hmget, RF, "Returns the values of all fields in a hash.", "2.0.0").work(work::per_element)
         .key_flags(&["RO", "access"]),
     row("hgetall", 2, hgetall, R, "Returns all fields and values in a hash.", "2.0.0")
         .key_flags(&["RO", "access"]),
-    row("hdel", -3, hdel, WF, "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", "2.0.0")
+    row("hdel", -3, hdel, WF, "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", "2.0.0").work(work::per_element)
         .key_flags(&["RW", "delete"]),
     row("hexists", 3, hexists, RF, "Determines whether a field exists in a hash.", "2.0.0")
         .key_flags(&["RO"]),

@@ -10,6 +10,7 @@ use roaringd_store::{Kind, StoreError};
 
 use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec, KeySpecDoc};
 use crate::commands::connection::{container, help};
+use crate::commands::work;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
@@ -30,12 +31,12 @@ const FAMILY: Family = Family {
 
 /// Rows of this family.
 pub const COMMANDS: &[CommandSpec] = &[
-    FAMILY.row("del", -2, del, W, KALL, "Deletes one or more keys.", "1.0.0").key_flags(&["RM", "delete"]),
-    FAMILY.row("unlink", -2, del, WF, KALL, "Asynchronously deletes one or more keys.", "4.0.0")
+    FAMILY.row("del", -2, del, W, KALL, "Deletes one or more keys.", "1.0.0").work(work::per_element).key_flags(&["RM", "delete"]),
+    FAMILY.row("unlink", -2, del, WF, KALL, "Asynchronously deletes one or more keys.", "4.0.0").work(work::per_element)
         .key_flags(&["RM", "delete"]),
-    FAMILY.row("exists", -2, exists, RF, KALL, "Determines whether one or more keys exist.", "1.0.0")
+    FAMILY.row("exists", -2, exists, RF, KALL, "Determines whether one or more keys exist.", "1.0.0").work(work::per_element)
         .key_flags(&["RO"]),
-    FAMILY.row("touch", -2, exists, RF, KALL, "Returns the number of existing keys out of those specified after updating the time they were last accessed.", "3.2.1")
+    FAMILY.row("touch", -2, exists, RF, KALL, "Returns the number of existing keys out of those specified after updating the time they were last accessed.", "3.2.1").work(work::per_element)
         .key_flags(&["RO"]),
     FAMILY.row("type", 2, type_, RF, K1, "Determines the type of value stored at a key.", "1.0.0")
         .key_flags(&["RO"]),

@@ -15,3 +15,4 @@ pub mod tr_read;
 pub mod tr_setops;
 pub mod tr_write;
 pub mod transactions;
+pub mod work;

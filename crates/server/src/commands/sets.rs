@@ -9,6 +9,7 @@ use roaringd_store::Kind;
 
 use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec, KeySpecDoc};
 use crate::commands::keyspace::{scan_key_prologue, scan_reply};
+use crate::commands::work;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::{encoded, repeated_draws, Reply};
@@ -29,13 +30,13 @@ const FAMILY: Family = Family {
 
 /// Rows of this family.
 pub const COMMANDS: &[CommandSpec] = &[
-    FAMILY.row("sadd", -3, sadd, WDF, K1, "Adds one or more members to a set. Creates the key if it doesn't exist.", "1.0.0")
+    FAMILY.row("sadd", -3, sadd, WDF, K1, "Adds one or more members to a set. Creates the key if it doesn't exist.", "1.0.0").work(work::per_element)
         .key_flags(&["RW", "insert"]),
-    FAMILY.row("srem", -3, srem, WF, K1, "Removes one or more members from a set. Deletes the set if the last member was removed.", "1.0.0")
+    FAMILY.row("srem", -3, srem, WF, K1, "Removes one or more members from a set. Deletes the set if the last member was removed.", "1.0.0").work(work::per_element)
         .key_flags(&["RW", "delete"]),
     FAMILY.row("sismember", 3, sismember, RF, K1, "Determines whether a member belongs to a set.", "1.0.0")
         .key_flags(&["RO"]),
-    FAMILY.row("smismember", -3, smismember, RF, K1, "Determines whether multiple members belong to a set.", "6.2.0")
+    FAMILY.row("smismember", -3, smismember, RF, K1, "Determines whether multiple members belong to a set.", "6.2.0").work(work::per_element)
         .key_flags(&["RO", "access"]),
     FAMILY.row("scard", 2, scard, RF, K1, "Returns the number of members in a set.", "1.0.0")
         .key_flags(&["RO"]),

@@ -9,6 +9,7 @@ use roaringd_store::strings::{ExpireUpdate, SetCond, SetOptions};
 use roaringd_store::StoreError;
 
 use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec};
+use crate::commands::work;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
@@ -46,11 +47,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         .key_flags(&["RW", "access", "delete"]),
     FAMILY.row("getex", -2, getex, WF, K1, "Returns the string value of a key after setting its expiration time.", "6.2.0")
         .key_flags(&["RW", "access", "update"]),
-    FAMILY.row("mget", -2, mget, RF, KALL, "Atomically returns the string values of one or more keys.", "1.0.0")
+    FAMILY.row("mget", -2, mget, RF, KALL, "Atomically returns the string values of one or more keys.", "1.0.0").work(work::per_element)
         .key_flags(&["RO", "access"]),
-    FAMILY.row("mset", -3, mset, WD, KPAIRS, "Atomically creates or modifies the string values of one or more keys.", "1.0.1")
+    FAMILY.row("mset", -3, mset, WD, KPAIRS, "Atomically creates or modifies the string values of one or more keys.", "1.0.1").work(work::per_element)
         .key_flags(&["OW", "update"]),
-    FAMILY.row("msetnx", -3, msetnx, WD, KPAIRS, "Atomically modifies the string values of one or more keys only when all keys don't exist.", "1.0.1")
+    FAMILY.row("msetnx", -3, msetnx, WD, KPAIRS, "Atomically modifies the string values of one or more keys only when all keys don't exist.", "1.0.1").work(work::per_element)
         .key_flags(&["OW", "insert"]),
     FAMILY.row("incr", 2, incr, WDF, K1, "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
         .key_flags(&["RW", "access", "update"]),

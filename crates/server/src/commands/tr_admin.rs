@@ -12,6 +12,7 @@ use roaringd_store::BitmapSummary;
 use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
 use crate::commands::tr_args::{check_bit_string, check_reply};
 use crate::commands::tr_write::bitmap_of_bit_string;
+use crate::commands::work;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
@@ -62,6 +63,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "1.0.0",
             "bitmap",
         )
+        .work(work::last_arg_bytes)
         .key_flags(&["OW", "update"]),
     CommandSpec::new("tr.load", 3, load)
         .flags(WD)
@@ -72,6 +74,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "1.0.0",
             "bitmap",
         )
+        .work(work::last_arg_bytes)
         .key_flags(&["OW", "update"]),
     CommandSpec::new("tr.loadstring", 3, load_string)
         .flags(WD)

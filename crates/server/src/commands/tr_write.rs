@@ -10,6 +10,7 @@ use roaringd_store::bitmaps::RangeOp;
 
 use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
 use crate::commands::tr_args::{bit_of, check_bit_string, i64_of, next_range, next_u32, rest_u32};
+use crate::commands::work;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
@@ -51,6 +52,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         WD,
         "Sets bits of a Roaring bitmap; returns its cardinality.",
     )
+    .work(work::per_arg::<{ work::OFFSET_US }>)
     .key_flags(&["RW", "insert"]),
     row(
         "tr.clearbits",
@@ -59,6 +61,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         WF,
         "Clears bits of a Roaring bitmap; returns how many changed.",
     )
+    .work(work::per_arg::<{ work::OFFSET_US }>)
     .key_flags(&["RW", "delete"]),
     row(
         "tr.setrange",
@@ -67,6 +70,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         WD,
         "Sets every bit of an inclusive range; returns the cardinality.",
     )
+    .work(work::range_containers)
     .key_flags(&["RW", "insert"]),
     row(
         "tr.appendbitarray",
@@ -75,6 +79,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         WD,
         "Writes a 0/1 string after an offset; returns the cardinality.",
     )
+    .work(work::last_arg_bytes)
     .key_flags(&["RW", "update"]),
     row(
         "tr.fliprange",
@@ -83,6 +88,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         WD,
         "Inverts every bit of an inclusive range; returns the cardinality.",
     )
+    .work(work::range_containers)
     .key_flags(&["RW", "update"]),
     row(
         "tr.appendintarray",
@@ -91,6 +97,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         WD,
         "Sets bits of a Roaring bitmap (legacy).",
     )
+    .work(work::per_arg::<{ work::OFFSET_US }>)
     .key_flags(&["RW", "insert"]),
     row(
         "tr.setintarray",
@@ -99,6 +106,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         WD,
         "Replaces a Roaring bitmap by the given offsets (legacy).",
     )
+    .work(work::per_arg::<{ work::OFFSET_US }>)
     .key_flags(&["OW", "update"]),
     row(
         "tr.setbitarray",
@@ -107,6 +115,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         WD,
         "Replaces a Roaring bitmap by a 0/1 string (legacy).",
     )
+    .work(work::last_arg_bytes)
     .key_flags(&["OW", "update"]),
 ];
 

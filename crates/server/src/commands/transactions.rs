@@ -193,42 +193,47 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
     // client's write may come between the check and the commands).
     let db_at_exec = client.db;
     let mut first_txn = Some(txn);
-    dispatch::run_skipping_panicked(|skipped| {
-        let mut txn = match first_txn.take() {
-            Some(t) => t,
-            None => {
-                client.db = db_at_exec;
-                begin_exec_txn(server, needs_txn, exclusive, &owned)
-            }
-        };
-        let mut replies = Vec::with_capacity(multi.queued.len());
-        for (i, q) in multi.queued.iter().enumerate() {
-            if let Some(e) = dispatch::skipped_error(skipped, i) {
-                replies.push(Reply::Error(e.clone()));
-                continue;
-            }
-            let spec = q.entry.spec;
-            let args = q.args();
-            let start = Instant::now();
-            let t = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
-                txn.as_mut()
-            } else {
-                None
+    let long = multi.queued.iter().any(|q| q.entry.spec.is_long(&q.args()));
+    dispatch::run_blocking_if(long, || {
+        dispatch::run_skipping_panicked(|skipped| {
+            let mut txn = match first_txn.take() {
+                Some(t) => t,
+                None => {
+                    client.db = db_at_exec;
+                    begin_exec_txn(server, needs_txn, exclusive, &owned)
+                }
             };
-            let r = dispatch::call(server, client, q.entry, args, t);
-            let usec = start.elapsed().as_micros() as u64;
-            dispatch::account(server, client, q.entry, &args, usec, r.is_err());
-            if dispatch::panicked_after_write(&r) {
-                return Err((i, r.unwrap_err()));
+            let mut replies = Vec::with_capacity(multi.queued.len());
+            for (i, q) in multi.queued.iter().enumerate() {
+                if let Some(e) = dispatch::skipped_error(skipped, i) {
+                    replies.push(Reply::Error(e.clone()));
+                    continue;
+                }
+                let spec = q.entry.spec;
+                let args = q.args();
+                let start = Instant::now();
+                let t = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
+                    txn.as_mut()
+                } else {
+                    None
+                };
+                let r = dispatch::call(server, client, q.entry, args, t);
+                let usec = start.elapsed().as_micros() as u64;
+                dispatch::account(server, client, q.entry, &args, usec, r.is_err());
+                if dispatch::panicked_after_write(&r) {
+                    return Err((i, r.unwrap_err()));
+                }
+                if let Err(e) = &r {
+                    dispatch::record_error(server, e);
+                }
+                replies.push(r.unwrap_or_else(Reply::Error));
             }
-            if let Err(e) = &r {
-                dispatch::record_error(server, e);
-            }
-            replies.push(r.unwrap_or_else(Reply::Error));
-        }
-        Ok(match txn {
-            Some(txn) => dispatch::commit(server, txn, any_write).map(|()| Reply::Array(replies)),
-            None => Ok(Reply::Array(replies)),
+            Ok(match txn {
+                Some(txn) => {
+                    dispatch::commit(server, txn, any_write).map(|()| Reply::Array(replies))
+                }
+                None => Ok(Reply::Array(replies)),
+            })
         })
     })
 }
