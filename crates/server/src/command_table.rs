@@ -612,6 +612,7 @@ impl CommandSpec {
 pub const FAMILIES: &[&[CommandSpec]] = &[
     commands::connection::COMMANDS,
     commands::server::COMMANDS,
+    commands::acl::COMMANDS,
     commands::introspection::COMMANDS,
     commands::transactions::COMMANDS,
     commands::keyspace::COMMANDS,

@@ -133,6 +133,17 @@ pub struct Config {
     /// per pick; exactly uniform up to this many, slightly biased above
     /// (`roaringd_store::sample::pick_one`).
     pub random_pick_limit: u64,
+    /// `aclfile` (empty = none): the users file of ACL LOAD / ACL SAVE,
+    /// loaded at start (startup only).
+    pub aclfile: String,
+    /// `acllog-max-len` (128): entries ACL LOG keeps.
+    pub acllog_max_len: u64,
+    /// `acl-pubsub-default` (`resetchannels` = false): whether new users
+    /// and selectors start with every channel (`allchannels`).
+    pub acl_pubsub_all: bool,
+    /// `user <name> <rules...>` directives of the config file, in order
+    /// (config file and command line only; exclusive with `aclfile`).
+    pub users: Vec<Vec<String>>,
 }
 
 impl Default for Config {
@@ -166,6 +177,10 @@ impl Default for Config {
             io_threads: 0,
             disable_thp: true,
             random_pick_limit: roaringd_store::sample::DEFAULT_EXACT_PICK_LIMIT,
+            aclfile: String::new(),
+            acllog_max_len: 128,
+            acl_pubsub_all: false,
+            users: Vec::new(),
         }
     }
 }
@@ -200,6 +215,9 @@ pub const NAMES: &[&str] = &[
     "io-threads",
     "random-pick-limit",
     "disable-thp",
+    "aclfile",
+    "acllog-max-len",
+    "acl-pubsub-default",
 ];
 
 /// Settings that only the command line / config file may set.
@@ -213,6 +231,7 @@ const IMMUTABLE: &[&str] = &[
     "daemonize",
     "cache-bytes",
     "pidfile",
+    "aclfile",
 ];
 
 /// Why a setting could not be applied (the text after
@@ -368,6 +387,16 @@ impl Config {
                 self.io_threads = n;
             }
             "disable-thp" => self.disable_thp = yes_no(one()?)?,
+            "aclfile" => self.aclfile = one()?.to_string(),
+            "acllog-max-len" => self.acllog_max_len = number(one()?)?,
+            "acl-pubsub-default" => {
+                self.acl_pubsub_all = match one()?.to_ascii_lowercase().as_str() {
+                    "allchannels" => true,
+                    "resetchannels" => false,
+                    _ => return Err(SetError::Invalid("argument(s) must be one of the following: allchannels, resetchannels".into())),
+                }
+            }
+            "user" if startup && !values.is_empty() => self.users.push(values.to_vec()),
             "random-pick-limit" => {
                 self.random_pick_limit = number(one()?)?;
                 if self.random_pick_limit == 0 {
@@ -417,6 +446,14 @@ impl Config {
             "io-threads" => self.io_threads.to_string(),
             "disable-thp" => if self.disable_thp { "yes" } else { "no" }.into(),
             "random-pick-limit" => self.random_pick_limit.to_string(),
+            "aclfile" => self.aclfile.clone(),
+            "acllog-max-len" => self.acllog_max_len.to_string(),
+            "acl-pubsub-default" => if self.acl_pubsub_all {
+                "allchannels"
+            } else {
+                "resetchannels"
+            }
+            .into(),
             _ => return None,
         })
     }
@@ -527,8 +564,8 @@ fn config_error(line_no: usize, line: &str, why: &str) -> String {
 }
 
 /// Splits a config line into words (redis.conf quoting rules, the same
-/// as inline requests).
-fn split_words(line: &str) -> Option<Vec<String>> {
+/// as inline requests); `None` for unbalanced quotes.
+pub(crate) fn split_words(line: &str) -> Option<Vec<String>> {
     let mut parser = roaringd_resp::RequestParser::new();
     let mut l = line.as_bytes().to_vec();
     l.push(b'\n');

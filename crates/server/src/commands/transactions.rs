@@ -3,7 +3,8 @@
 //! EXEC runs the queued commands as ONE store transaction: it locks the
 //! union of their keys (or the whole store when one of them is `Exclusive`),
 //! runs them in order — each command's error is its own reply — and commits
-//! once, so other clients see all of the transaction or none of it.
+//! once, so other clients see all of the transaction or none of it. Each
+//! queued command's ACL permissions are checked again before it runs.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -195,9 +196,18 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
     }
 
     let mut replies = Vec::with_capacity(multi.queued.len());
+    client.in_exec = true;
     for q in &multi.queued {
         let spec = q.entry.spec;
         let args = q.args();
+        // The user's rules may have changed since the command was queued.
+        if let Err(d) = client.user.check(q.entry, &args) {
+            crate::acl::log_denial(server, client, q.entry, &args, d, Some("exec"));
+            let e = crate::acl::exec_denial_error(d);
+            dispatch::record_error(server, &e);
+            replies.push(Reply::Error(e));
+            continue;
+        }
         let start = Instant::now();
         let t = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
             txn.as_mut()
@@ -212,6 +222,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
         }
         replies.push(r.unwrap_or_else(Reply::Error));
     }
+    client.in_exec = false;
     if let Some(txn) = txn {
         dispatch::commit(server, txn, any_write)?;
     }
