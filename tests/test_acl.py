@@ -33,29 +33,19 @@ def acl_servers():
     st.close()
 
 
+def _default_users_only(c):
+    users = c.call("ACL", "USERS")
+    if isinstance(users, Err):
+        return False
+    others = [u for u in users if u != b"default"]
+    return ((not others or not isinstance(c.call("ACL", "DELUSER", *others), Err))
+            and c.call("ACL", "SETUSER", "default", *DEFAULT_RULES) == Status(b"OK")
+            and c.call("ACL", "LOG", "RESET") == Status(b"OK"))
+
+
 def reset_acl(st):
-    """Back to a fresh server's users, log and data; a server that refuses is restarted."""
-    st.ensure()
-    for name in ("redis", "roaringd"):
-        srv = getattr(st, name)
-        ok = False
-        try:
-            c = srv.client()
-            try:
-                users = c.call("ACL", "USERS")
-                others = [u for u in users if u != b"default"] if isinstance(users, list) else []
-                ok = (not isinstance(users, Err)
-                      and (not others or not isinstance(c.call("ACL", "DELUSER", *others), Err))
-                      and c.call("ACL", "SETUSER", "default", *DEFAULT_RULES) == Status(b"OK")
-                      and c.call("ACL", "LOG", "RESET") == Status(b"OK")
-                      and c.call("FLUSHALL") == Status(b"OK"))
-            finally:
-                c.close()
-        except Exception:
-            ok = False
-        if not ok:
-            srv.cleanup()
-            setattr(st, name, ServerProcess(name).start())
+    """Back to a fresh server's users, log and data (a server that refuses is restarted)."""
+    st.reset(prepare=_default_users_only)
 
 
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])

@@ -126,20 +126,9 @@ fn variable_access(spec: &CommandSpec, args: &Args<'_>) -> Option<Access> {
 mod tests {
     use super::*;
     use crate::command_table::CommandTable;
-    use roaringd_resp::Span;
 
     fn with_args<R>(words: &[&str], f: impl FnOnce(&Args<'_>) -> R) -> R {
-        let buf: Vec<u8> = words.concat().into_bytes();
-        let mut spans = Vec::new();
-        let mut at = 0;
-        for w in words {
-            spans.push(Span {
-                start: at,
-                end: at + w.len(),
-            });
-            at += w.len();
-        }
-        f(&Args::new(&buf, &spans))
+        f(&crate::transaction::OwnedArgs::new(words.iter().map(|w| w.as_bytes())).args())
     }
 
     /// Every row with explicit key specs names the same positions through

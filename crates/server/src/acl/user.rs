@@ -466,9 +466,17 @@ pub fn hash_password(password: &[u8]) -> String {
     s
 }
 
-fn check_hash(h: &[u8]) -> Result<String, RuleError> {
-    if h.len() == 64 && h.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
-        Ok(String::from_utf8_lossy(h).into_owned())
+/// The digest a password rule names: `>pw` / `<pw` hash the password,
+/// `#digest` / `!digest` give it.
+///
+/// # Errors
+/// `BadHash` for a given digest that is not 64 lowercase hex digits.
+fn rule_digest(op: &[u8]) -> Result<String, RuleError> {
+    let rest = &op[1..];
+    if matches!(op[0], b'>' | b'<') {
+        Ok(hash_password(rest))
+    } else if rest.len() == 64 && rest.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+        Ok(String::from_utf8_lossy(rest).into_owned())
     } else {
         Err(RuleError::BadHash)
     }
@@ -538,21 +546,13 @@ impl User {
             self.nopass = false;
             self.passwords.clear();
         } else if op[0] == b'>' || op[0] == b'#' {
-            let h = if op[0] == b'>' {
-                hash_password(&op[1..])
-            } else {
-                check_hash(&op[1..])?
-            };
+            let h = rule_digest(op)?;
             if !self.passwords.contains(&h) {
                 self.passwords.push(h);
             }
             self.nopass = false;
         } else if op[0] == b'<' || op[0] == b'!' {
-            let h = if op[0] == b'<' {
-                hash_password(&op[1..])
-            } else {
-                check_hash(&op[1..])?
-            };
+            let h = rule_digest(op)?;
             let i = self
                 .passwords
                 .iter()
@@ -665,7 +665,6 @@ pub fn merge_selector_args(args: &[&[u8]]) -> Result<Vec<Vec<u8>>, usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use roaringd_resp::Span;
 
     fn user(rules: &[&str]) -> Result<User, (String, RuleError)> {
         let mut u = User::new(b"u", 1, false);
@@ -678,23 +677,13 @@ mod tests {
     }
 
     fn check(u: &User, words: &[&str]) -> Result<(), Denial> {
-        let buf: Vec<u8> = words.concat().into_bytes();
-        let mut spans = Vec::new();
-        let mut at = 0;
-        for w in words {
-            spans.push(Span {
-                start: at,
-                end: at + w.len(),
-            });
-            at += w.len();
-        }
-        let args = Args::new(&buf, &spans);
+        let owned = crate::transaction::OwnedArgs::new(words.iter().map(|w| w.as_bytes()));
         let table = CommandTable::get();
         let mut e = table.lookup(words[0].as_bytes()).expect("known command");
         if !e.subs.is_empty() {
             e = e.sub(words[1].as_bytes()).expect("known subcommand");
         }
-        u.check(e, &args)
+        u.check(e, &owned.args())
     }
 
     #[test]

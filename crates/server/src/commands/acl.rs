@@ -7,7 +7,7 @@ use roaringd_resp::Args;
 use crate::acl::describe::{getuser_reply, list_line};
 use crate::acl::user::{category, has_spaces, merge_selector_args};
 use crate::acl::{disconnect, Denial};
-use crate::command_table::{AclCat, CommandSpec, CommandTable, Flag};
+use crate::command_table::{AclCat, CommandSpec, CommandTable, Family, Flag, KeySpec};
 use crate::commands::connection::{container, help};
 use crate::ctx::Ctx;
 use crate::error::CommandError;
@@ -26,114 +26,127 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec::new("acl", -2, container)
         "server",
     )];
 
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    handler: crate::command_table::Handler,
-    flags: &'static [Flag],
-    summary: &'static str,
-    since: &'static str,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, handler)
-        .flags(flags)
-        .doc(summary, since, "server")
-}
+/// The subcommands: no keys, no categories beyond their flags'.
+const FAMILY: Family = Family {
+    acl: &[],
+    group: "server",
+};
 
 const SUBCOMMANDS: &[CommandSpec] = &[
-    sub(
+    FAMILY.row(
         "cat",
         -2,
         cat,
         PLAIN,
+        KeySpec::None,
         "Lists the ACL categories, or the commands inside a category.",
         "6.0.0",
     ),
-    sub(
+    FAMILY.row(
         "deluser",
         -3,
         deluser,
         ADMIN,
+        KeySpec::None,
         "Deletes ACL users, and terminates their connections.",
         "6.0.0",
     ),
-    sub(
+    FAMILY.row(
         "dryrun",
         -4,
         dryrun,
         ADMIN,
+        KeySpec::None,
         "Simulates the execution of a command by a user, without executing the command.",
         "7.0.0",
     ),
-    sub(
+    FAMILY.row(
         "genpass",
         -2,
         genpass,
         PLAIN,
+        KeySpec::None,
         "Generates a pseudorandom, secure password that can be used to identify ACL users.",
         "6.0.0",
     ),
-    sub(
+    FAMILY.row(
         "getuser",
         3,
         getuser,
         ADMIN,
+        KeySpec::None,
         "Lists the ACL rules of a user.",
         "6.0.0",
     ),
-    sub(
+    FAMILY.row(
         "help",
         2,
         acl_help,
         &[Flag::Loading, Flag::Stale],
+        KeySpec::None,
         "Returns helpful text about the different subcommands.",
         "6.0.0",
     ),
-    sub(
+    FAMILY.row(
         "list",
         2,
         list,
         ADMIN,
+        KeySpec::None,
         "Dumps the effective rules in ACL file format.",
         "6.0.0",
     ),
-    sub(
+    FAMILY.row(
         "load",
         2,
         load,
         ADMIN,
+        KeySpec::None,
         "Reloads the rules from the configured ACL file.",
         "6.0.0",
     ),
-    sub(
+    FAMILY.row(
         "log",
         -2,
         log,
         ADMIN,
+        KeySpec::None,
         "Lists recent security events generated due to ACL rules.",
         "6.0.0",
     ),
-    sub(
+    FAMILY.row(
         "save",
         2,
         save,
         ADMIN,
+        KeySpec::None,
         "Saves the effective ACL rules in the configured ACL file.",
         "6.0.0",
     ),
-    sub(
+    FAMILY.row(
         "setuser",
         -3,
         setuser,
         ADMIN,
+        KeySpec::None,
         "Creates and modifies an ACL user and its rules.",
         "6.0.0",
     ),
-    sub("users", 2, users, ADMIN, "Lists all ACL users.", "6.0.0"),
-    sub(
+    FAMILY.row(
+        "users",
+        2,
+        users,
+        ADMIN,
+        KeySpec::None,
+        "Lists all ACL users.",
+        "6.0.0",
+    ),
+    FAMILY.row(
         "whoami",
         2,
         whoami,
         PLAIN,
+        KeySpec::None,
         "Returns the authenticated username of the current connection.",
         "6.0.0",
     ),
