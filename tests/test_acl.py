@@ -223,6 +223,21 @@ def test_deluser_of_own_user_replies_then_closes(pair2):
         assert c.is_closed(), side
 
 
+def test_commands_pipelined_after_deleting_own_user_do_not_run(acl_servers):
+    reset_acl(acl_servers)
+    for srv in (acl_servers.roaringd, acl_servers.redis):
+        c = srv.client()
+        assert c.call("ACL", "SETUSER", "self", "on", ">pw", "~*", "+@all") == Status(b"OK")
+        assert c.call("AUTH", "self", "pw") == Status(b"OK")
+        c.send_raw(b"*3\r\n$3\r\nACL\r\n$7\r\nDELUSER\r\n$4\r\nself\r\n"
+                   b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n")
+        assert c.read_until_close() == b":1\r\n", srv.kind
+        c.close()
+        c = srv.client()
+        assert c.call("EXISTS", "k") == 0, srv.kind
+        c.close()
+
+
 def test_requirepass_follows_config_set(pair2):
     pair2("CONFIG", "SET", "requirepass", "abc")
     pair2("ACL", "LIST")

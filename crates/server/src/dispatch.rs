@@ -85,9 +85,13 @@ pub fn encode(server: &Server, client: &Client, reply: &Reply, out: &mut Vec<u8>
 }
 
 /// Brings the client's ACL user up to date; false (and the connection
-/// closes, with no reply) when its user was deleted.
+/// closes, with no reply) when its user was deleted, and for every later
+/// request of a connection that is closing.
 #[inline]
 fn synced(server: &Server, client: &mut Client) -> bool {
+    if client.close_after_reply {
+        return false;
+    }
     if crate::acl::sync(&server.acl, client) {
         return true;
     }
