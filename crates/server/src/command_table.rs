@@ -883,6 +883,40 @@ mod tests {
         assert_eq!(seen.len(), CommandTable::get().len());
     }
 
+    /// Every TR.* row is `@bitmap`, exactly one of `@read` / `@write`
+    /// (reads are readonly rows, writes write rows) and one of `@fast` /
+    /// `@slow`, so ACL category rules cover them as Redis's bitmap commands.
+    #[test]
+    fn bitmap_commands_have_acl_categories() {
+        let mut n = 0;
+        for spec in CommandTable::get()
+            .iter()
+            .filter(|s| s.name.starts_with("tr."))
+        {
+            let c = spec.all_acl();
+            assert!(c.has(AclCat::Bitmap), "{}: not @bitmap", spec.name);
+            assert_ne!(c.has(AclCat::Read), c.has(AclCat::Write), "{}", spec.name);
+            assert_eq!(c.has(AclCat::Write), spec.has(Flag::Write), "{}", spec.name);
+            assert_ne!(c.has(AclCat::Fast), c.has(AclCat::Slow), "{}", spec.name);
+            n += 1;
+        }
+        assert!(n >= 25, "{n} TR.* commands");
+    }
+
+    #[test]
+    fn acl_bits_are_dense_and_lookup_takes_full_names() {
+        let t = CommandTable::get();
+        let bits: Vec<usize> = t.all_entries().map(|e| e.acl_bit).collect();
+        assert_eq!(bits, (0..t.acl_bits()).collect::<Vec<_>>());
+        assert_eq!(
+            t.lookup_full(b"CLIENT|Kill").unwrap().full_name,
+            "client|kill"
+        );
+        assert_eq!(t.lookup_full(b"get").unwrap().full_name, "get");
+        assert!(t.lookup_full(b"get|x").is_none());
+        assert!(t.lookup_full(b"config|get|x").is_none());
+    }
+
     #[test]
     fn lookup_ignores_case() {
         let t = CommandTable::get();
