@@ -257,6 +257,23 @@ def test_requirepass_follows_config_set(pair2):
     pair2("CONFIG", "GET", "acl-pubsub-default")
 
 
+def test_acl_config_keys(pair2):
+    for value in ("foo", "allchannels"):
+        pair2("CONFIG", "SET", "acl-pubsub-default", value)
+    pair2("ACL", "SETUSER", "pubs", "on", "(+get)")
+    pair2("ACL", "LIST")
+    pair2("ACL", "SETUSER", "pubs", "reset")
+    pair2("ACL", "LIST")
+    pair2("CONFIG", "SET", "acl-pubsub-default", "resetchannels")
+    pair2("ACL", "SETUSER", "pubs2", "on")
+    pair2("ACL", "LIST")
+    for value in ("-1", "abc", "0"):
+        pair2("CONFIG", "SET", "acllog-max-len", value)
+    pair2("AUTH", "nosuch", "x")
+    pair2("ACL", "LOG")
+    pair2("CONFIG", "SET", "acllog-max-len", "128")
+
+
 def test_unauthenticated_connections(pair2):
     """A connection made while `default` needs a password must AUTH; RESET
     goes back to `default` (authenticated only when it has no password)."""

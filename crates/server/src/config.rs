@@ -388,7 +388,14 @@ impl Config {
             }
             "disable-thp" => self.disable_thp = yes_no(one()?)?,
             "aclfile" => self.aclfile = one()?.to_string(),
-            "acllog-max-len" => self.acllog_max_len = number(one()?)?,
+            "acllog-max-len" => {
+                let n: i64 = number(one()?)?;
+                self.acllog_max_len = u64::try_from(n).map_err(|_| {
+                    SetError::Invalid(
+                        "argument must be between 0 and 9223372036854775807 inclusive".into(),
+                    )
+                })?;
+            }
             "acl-pubsub-default" => {
                 self.acl_pubsub_all = match one()?.to_ascii_lowercase().as_str() {
                     "allchannels" => true,
