@@ -79,8 +79,9 @@ class ServerPairState:
                 self.roaringd.cleanup()
             self.roaringd = ServerProcess("roaringd", self.roaringd_args).start()
 
-    def reset(self):
-        """FLUSHALL both; a roaringd that cannot FLUSHALL (or crashed) is restarted empty."""
+    def reset(self, prepare=None):
+        """FLUSHALL both (after `prepare(client)`, which returns False when it
+        fails); a server that cannot (or crashed) is restarted empty."""
         self.ensure()
         for name in ("redis", "roaringd"):
             srv = getattr(self, name)
@@ -88,7 +89,7 @@ class ServerPairState:
             try:
                 c = srv.client()
                 try:
-                    ok = not isinstance(c.call("FLUSHALL"), Err)
+                    ok = (prepare is None or prepare(c)) and not isinstance(c.call("FLUSHALL"), Err)
                 finally:
                     c.close()
             except Exception:

@@ -117,6 +117,71 @@ def scan_page(reply):
     return reply
 
 
+def _rules(rules):
+    """ACL command rules: Redis 7.0 lists the single commands (after `+@all`
+    / `-@all` and the categories) in its hash table's order, which changes
+    from process to process: the first rule and the set of the others."""
+    if not isinstance(rules, bytes):
+        return rules
+    toks = rules.split(b" ")
+    return (toks[0], sorted(toks[1:]))
+
+
+def _acl_fields(reply):
+    """ACL GETUSER (or one selector of it): its `commands` as `_rules`."""
+    if isinstance(reply, Map):
+        pairs, tag = reply.items, "map"
+    elif isinstance(reply, list) and len(reply) % 2 == 0:
+        pairs, tag = list(zip(reply[0::2], reply[1::2])), "flat"
+    else:
+        return reply
+    out = []
+    for k, v in pairs:
+        if k == b"commands":
+            v = _rules(v)
+        elif k == b"selectors" and isinstance(v, list):
+            v = [_acl_fields(x) for x in v]
+        out.append((k, v))
+    return (tag, out)
+
+
+def acl_line(line):
+    """One ACL LIST / ACL file line: each selector's command rules as `_rules`."""
+    if not isinstance(line, bytes):
+        return line
+    out = []
+    for part in line.split(b" ("):
+        toks = part.rstrip(b")").split(b" ")
+        i = next((j for j, t in enumerate(toks) if t in (b"+@all", b"-@all")), None)
+        out.append(toks if i is None else (toks[:i], _rules(b" ".join(toks[i:]))))
+    return out
+
+
+def acl_list(reply):
+    if isinstance(reply, list):
+        return [acl_line(x) for x in reply]
+    return reply
+
+
+def acl_log(reply):
+    """ACL LOG: ages are clock readings and client-info lines differ by
+    address and id (CLIENT LIST rule): only their user= and cmd= fields."""
+    if not isinstance(reply, list):
+        return reply
+    out = []
+    for e in reply:
+        pairs = e.items if isinstance(e, Map) else list(zip(e[0::2], e[1::2]))
+        fields = []
+        for k, v in pairs:
+            if k == b"age-seconds":
+                v = type(v).__name__
+            elif k == b"client-info" and isinstance(v, bytes):
+                v = sorted(t for t in v.split(b" ") if t.startswith((b"user=", b"cmd=")))
+            fields.append((k, v))
+        out.append((type(e).__name__, fields))
+    return out
+
+
 class Tolerance:
     """Integer replies that depend on the clock (TTL, PTTL, ...): negative
     values (-1 no expiry, -2 no key) must be equal; positive values within
@@ -170,6 +235,11 @@ NORMALISATIONS = {
     "HSCAN": scan_page,
     "COMMAND DOCS": kind,         # documentation text differs
     "COMMAND COUNT": kind,        # roaringd has a different command set
+    # ACL: Redis orders single-command rules by hash table (per process).
+    "ACL GETUSER": _acl_fields,
+    "ACL LIST": acl_list,
+    "ACL LOG": acl_log,           # ages and client addresses differ
+    "ACL GENPASS": lambda r: len(r) if isinstance(r, bytes) else r,  # random
 }
 
 

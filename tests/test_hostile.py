@@ -23,6 +23,7 @@ EXTREMES = ["0", "-1", "1", "-9223372036854775808", "9223372036854775807", "9223
 # so a new command without an entry fails test_every_command_is_covered.
 NUMERIC = {
     "select": ["N"],
+    "acl|log": ["N"], "acl|genpass": ["N"],
     "client|kill": ["ID N", "MAXAGE N"],
     "config|set": ["slowlog-max-len N", "random-pick-limit N", "hz N", "timeout N"],
     "slowlog|get": ["N"],
@@ -65,6 +66,7 @@ append strlen sadd srem sismember smismember scard smembers smove sinter sinters
 sdiff sdiffstore hset hmset hsetnx hget hmget hgetall hdel hexists hlen hkeys hvals hstrlen
 tr.setbitarray tr.min tr.max tr.bitop tr.bitopcard tr.jaccard tr.contains tr.diff tr.stat tr.optimize
 tr.export tr.import tr.load tr.loadstring
+acl acl|cat acl|deluser acl|dryrun acl|getuser acl|help acl|list acl|load acl|save acl|setuser acl|users acl|whoami
 """.split())
 
 # Commands never sent here: they end the connection or the server, or

@@ -16,7 +16,11 @@ Usage: roaringd-bench [flags]
 
   -h HOST          server host (127.0.0.1)
   -port PORT       server port (6379)
-  -a AUTH          AUTH on every connection: `user:password`, or a bare password
+  -a PASSWORD      AUTH on every connection (redis-benchmark's -a): `AUTH PASSWORD`,
+                   or `AUTH USER PASSWORD` with -user. Without -user, a value
+                   `user:password` is tried first as `AUTH user password`, then
+                   whole as `AUTH user:password` (a default-user password)
+  -user USER       ACL user for -a (redis-benchmark's --user); needs -a
   -d SECONDS       run for this long (30)
   -c N             send exactly N requests, then stop (overrides -d)
   -p N             connections, one thread each (4)
@@ -45,8 +49,8 @@ errors or a connection failed, 2 for a bad command line.
 
 /// Flags that take a value.
 const VALUED: &[&str] = &[
-    "h", "port", "a", "d", "c", "p", "r", "r2", "command", "batching", "P", "dist", "zipf-s",
-    "seed",
+    "h", "port", "a", "user", "d", "c", "p", "r", "r2", "command", "batching", "P", "dist",
+    "zipf-s", "seed",
 ];
 
 /// When to stop.
@@ -61,10 +65,23 @@ pub enum Stop {
 /// AUTH credentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Auth {
-    /// `None` for `AUTH password`.
+    /// The `-user` given, if any.
     pub user: Option<String>,
-    /// The password.
+    /// The `-a` value.
     pub password: String,
+}
+
+impl Auth {
+    /// The AUTH commands to try, in order, until one succeeds: with a user,
+    /// `AUTH user password`; without, `AUTH password`, preceded by
+    /// `AUTH u p` when the password reads `u:p`.
+    pub fn attempts(&self) -> Vec<Vec<&str>> {
+        match (&self.user, self.password.split_once(':')) {
+            (Some(u), _) => vec![vec!["AUTH", u, &self.password]],
+            (None, Some((u, p))) => vec![vec!["AUTH", u, p], vec!["AUTH", &self.password]],
+            (None, None) => vec![vec!["AUTH", &self.password]],
+        }
+    }
 }
 
 /// Everything the command line sets.
@@ -166,6 +183,7 @@ impl Options {
         let mut zipf = false;
         let mut duration = 30.0f64;
         let mut requests = None;
+        let mut user = None;
         let mut args = args.into_iter().map(Into::into);
         while let Some(arg) = args.next() {
             let stripped = arg
@@ -193,17 +211,12 @@ impl Options {
                         "h" => o.host = v,
                         "port" => o.port = number(&f, &v)?,
                         "a" => {
-                            o.auth = Some(match v.split_once(':') {
-                                Some((user, password)) => Auth {
-                                    user: Some(user.into()),
-                                    password: password.into(),
-                                },
-                                None => Auth {
-                                    user: None,
-                                    password: v,
-                                },
+                            o.auth = Some(Auth {
+                                user: None,
+                                password: v,
                             })
                         }
+                        "user" => user = Some(v),
                         "d" => {
                             duration = number(&f, &v)?;
                             if !(duration.is_finite() && duration > 0.0) {
@@ -241,6 +254,10 @@ impl Options {
                     }
                 }
             }
+        }
+        if user.is_some() {
+            let auth = o.auth.as_mut().ok_or("-user needs -a (the password)")?;
+            auth.user = user;
         }
         if o.batching > 0 && o.pipeline > 1 {
             return Err("-batching and -P cannot be combined".into());
@@ -322,11 +339,11 @@ mod tests {
         assert_eq!(o.host, "10.0.0.1");
         assert_eq!(o.port, 7000);
         assert_eq!(
-            o.auth,
-            Some(Auth {
-                user: Some("alice".into()),
-                password: "s3:cret".into()
-            })
+            o.auth.as_ref().map(Auth::attempts),
+            Some(vec![
+                vec!["AUTH", "alice", "s3:cret"],
+                vec!["AUTH", "alice:s3:cret"]
+            ])
         );
         assert_eq!(o.stop, Stop::Requests(500), "-c overrides -d");
         assert_eq!(o.connections, 20);
@@ -339,6 +356,21 @@ mod tests {
         assert_eq!(o.dist, Distribution::Zipf(1.1));
         assert_eq!(o.seed, 99);
         assert!(o.json && o.quiet);
+    }
+
+    #[test]
+    fn user_flag_sends_acl_auth_with_the_whole_password() {
+        for flag in ["-user", "--user"] {
+            let o = parse(&[flag, "bob", "-a", "x:y"]).unwrap();
+            assert_eq!(
+                o.auth.as_ref().map(Auth::attempts),
+                Some(vec![vec!["AUTH", "bob", "x:y"]])
+            );
+        }
+        assert!(
+            Options::parse(["-user", "bob"], 0).is_err(),
+            "-user needs -a"
+        );
     }
 
     #[test]

@@ -241,25 +241,35 @@ fn connect(opts: &Options) -> Result<(TcpStream, ReplyReader), String> {
     };
     setup(&stream).map_err(|e| format!("socket options: {e}"))?;
     let mut reader = ReplyReader::new();
-    if let Some(Auth { user, password }) = &opts.auth {
-        let mut req = Vec::new();
-        match user {
-            Some(u) => encode_command(&mut req, &["AUTH", u, password]),
-            None => encode_command(&mut req, &["AUTH", password]),
-        }
-        stream
-            .write_all(&req)
-            .and_then(|()| reader.next(&mut stream))
-            .map_err(|e| format!("AUTH: {e}"))
-            .and_then(|reply| {
-                if reply.is_error() {
-                    Err(format!("AUTH: {reply}"))
-                } else {
-                    Ok(())
-                }
-            })?;
+    if let Some(auth) = &opts.auth {
+        authenticate(&mut stream, &mut reader, auth)?;
     }
     Ok((stream, reader))
+}
+
+/// Sends `auth`'s AUTH forms in turn until one is accepted.
+///
+/// # Errors
+/// The first refusal (or an I/O error).
+fn authenticate(
+    stream: &mut TcpStream,
+    reader: &mut ReplyReader,
+    auth: &Auth,
+) -> Result<(), String> {
+    let mut first_error = None;
+    for cmd in auth.attempts() {
+        let mut req = Vec::new();
+        encode_command(&mut req, &cmd);
+        let reply = stream
+            .write_all(&req)
+            .and_then(|()| reader.next(stream))
+            .map_err(|e| format!("AUTH: {e}"))?;
+        if !reply.is_error() {
+            return Ok(());
+        }
+        first_error.get_or_insert_with(|| format!("AUTH: {reply}"));
+    }
+    Err(first_error.unwrap_or_else(|| "AUTH: no credentials".into()))
 }
 
 struct Worker<'a> {

@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 use roaringd_resp::Protocol;
 use tokio::sync::Notify;
 
+use crate::acl::User;
 use crate::command_table::{CommandTable, Entry};
 use crate::transaction::MultiState;
 use crate::watch::WatchSet;
@@ -22,8 +23,16 @@ pub struct Client {
     pub db: u16,
     /// Negotiated protocol (HELLO).
     pub protocol: Protocol,
-    /// True once AUTH/HELLO AUTH succeeded, or when no password is set.
+    /// True once AUTH/HELLO AUTH succeeded, or when the connection started
+    /// while `default` needed no password.
     pub authenticated: bool,
+    /// The ACL user commands run as (`default` until AUTH).
+    pub user: Arc<User>,
+    /// The ACL generation `user` was read at (see `acl::sync`).
+    pub(crate) acl_gen: u64,
+    /// True while EXEC runs the queued commands (ACL LOG's `multi`
+    /// context).
+    pub(crate) in_exec: bool,
     /// Commands queued since MULTI; `None` outside a transaction.
     pub multi: Option<MultiState>,
     /// Keys this client WATCHes and the flag that says one was touched.
@@ -38,19 +47,35 @@ pub struct Client {
 }
 
 impl Client {
-    /// A fresh client (database 0, RESP2).
-    pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> Self {
+    /// A fresh client (database 0, RESP2) running as `user` (read at ACL
+    /// generation `acl_gen`).
+    pub fn new(info: Arc<ClientInfo>, user: Arc<User>, acl_gen: u64, authenticated: bool) -> Self {
+        *info.user.lock() = user.clone();
         Client {
             id: info.id,
             db: 0,
             protocol: Protocol::Resp2,
             authenticated,
+            user,
+            acl_gen,
+            in_exec: false,
             multi: None,
             watch: WatchSet::default(),
             close_after_reply: false,
             info,
             key_scratch: Vec::with_capacity(8),
         }
+    }
+
+    /// Runs later commands as `user` (also shown by CLIENT LIST).
+    pub fn set_user(&mut self, user: Arc<User>) {
+        *self.info.user.lock() = user.clone();
+        self.user = user;
+    }
+
+    /// True while in MULTI or EXEC (ACL LOG's `multi` context).
+    pub fn in_transaction(&self) -> bool {
+        self.multi.is_some() || self.in_exec
     }
 }
 
@@ -87,11 +112,13 @@ pub struct ClientInfo {
     pub killed: AtomicBool,
     /// Wakes the connection when `killed` is set.
     pub kill_notify: Notify,
+    /// The client's ACL user (a copy of `Client::user`).
+    pub user: Mutex<Arc<User>>,
 }
 
 impl ClientInfo {
-    /// Info for a new connection.
-    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64) -> Self {
+    /// Info for a new connection of `user`.
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64, user: Arc<User>) -> Self {
         ClientInfo {
             id,
             addr,
@@ -108,7 +135,13 @@ impl ClientInfo {
             qbuf: AtomicU64::new(0),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
+            user: Mutex::new(user),
         }
+    }
+
+    /// The id of the client's ACL user.
+    pub fn user_uid(&self) -> u64 {
+        self.user.lock().uid
     }
 
     /// Records the command being run (lock-free: the hot path calls this
@@ -134,6 +167,12 @@ impl ClientInfo {
     /// One CLIENT LIST / CLIENT INFO line (without the trailing newline),
     /// in Redis 7's field order.
     pub fn describe(&self, now_ms: u64) -> String {
+        self.describe_as(now_ms, self.last_cmd())
+    }
+
+    /// [`ClientInfo::describe`] with `cmd` as the last command.
+    pub fn describe_as(&self, now_ms: u64, cmd: &str) -> String {
+        let user = String::from_utf8_lossy(&self.user.lock().name).into_owned();
         let name = self.name.lock().clone();
         let lib_name = self.lib_name.lock().clone();
         let lib_ver = self.lib_ver.lock().clone();
@@ -141,7 +180,7 @@ impl ClientInfo {
         let flags = if multi >= 0 { "x" } else { "N" };
         let qbuf = self.qbuf.load(Ordering::Relaxed);
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -155,7 +194,8 @@ impl ClientInfo {
             qbuf,
             16384u64.saturating_sub(qbuf),
             16384 + qbuf,
-            self.last_cmd(),
+            cmd,
+            user,
             self.resp.load(Ordering::Relaxed),
             String::from_utf8_lossy(&lib_name),
             String::from_utf8_lossy(&lib_ver),

@@ -641,6 +641,7 @@ pub const FAMILIES: &[&[CommandSpec]] = &[
     commands::connection::COMMANDS,
     commands::server::COMMANDS,
     commands::debug::COMMANDS,
+    commands::acl::COMMANDS,
     commands::introspection::COMMANDS,
     commands::transactions::COMMANDS,
     commands::keyspace::COMMANDS,
@@ -694,14 +695,26 @@ pub struct Entry {
     pub is_sub: bool,
     /// `top << 16 | (sub + 1)`, or `top << 16` for a top-level entry.
     pub id: u32,
+    /// Dense index of this entry among every entry (top-level and
+    /// subcommand, in table order): its bit in an ACL command set.
+    pub acl_bit: usize,
 }
 
 impl Entry {
-    fn new(spec: &'static CommandSpec, parent: Option<&str>, id: u32) -> Entry {
+    /// The entry of `spec`; `next_bit` is the next free ACL bit, advanced
+    /// past this entry and its subcommands.
+    fn new(
+        spec: &'static CommandSpec,
+        parent: Option<&str>,
+        id: u32,
+        next_bit: &mut usize,
+    ) -> Entry {
         let full_name: &'static str = match parent {
             None => spec.name,
             Some(p) => Box::leak(format!("{p}|{}", spec.name).into_boxed_str()),
         };
+        let acl_bit = *next_bit;
+        *next_bit += 1;
         Entry {
             spec,
             full_name,
@@ -710,10 +723,11 @@ impl Entry {
                 .subcommands
                 .iter()
                 .enumerate()
-                .map(|(i, s)| Entry::new(s, Some(spec.name), id | (i as u32 + 1)))
+                .map(|(i, s)| Entry::new(s, Some(spec.name), id | (i as u32 + 1), next_bit))
                 .collect(),
             is_sub: parent.is_some(),
             id,
+            acl_bit,
         }
     }
 
@@ -755,18 +769,26 @@ type NameMap = HashMap<&'static [u8], usize, std::hash::BuildHasherDefault<NameH
 pub struct CommandTable {
     entries: Vec<Entry>,
     by_name: NameMap,
+    /// Entries and subcommand entries in all.
+    acl_bits: usize,
 }
 
 static TABLE: LazyLock<CommandTable> = LazyLock::new(|| {
     let mut entries = Vec::new();
     let mut by_name = NameMap::default();
+    let mut acl_bits = 0;
     for family in FAMILIES {
         for spec in family.iter() {
             by_name.insert(spec.name.as_bytes(), entries.len());
-            entries.push(Entry::new(spec, None, (entries.len() as u32) << 16));
+            let id = (entries.len() as u32) << 16;
+            entries.push(Entry::new(spec, None, id, &mut acl_bits));
         }
     }
-    CommandTable { entries, by_name }
+    CommandTable {
+        entries,
+        by_name,
+        acl_bits,
+    }
 });
 
 impl CommandTable {
@@ -785,6 +807,29 @@ impl CommandTable {
         lower.copy_from_slice(name);
         lower.make_ascii_lowercase();
         self.by_name.get(&*lower).map(|&i| &self.entries[i])
+    }
+
+    /// The entry named `name` (any case): `get`, or `client|kill` for a
+    /// subcommand. `None` for an unknown name, a subcommand of a command
+    /// without subcommands, or more than one `|`.
+    pub fn lookup_full(&'static self, name: &[u8]) -> Option<&'static Entry> {
+        match name.iter().position(|&c| c == b'|') {
+            None => self.lookup(name),
+            Some(i) => self.lookup(&name[..i])?.sub(&name[i + 1..]),
+        }
+    }
+
+    /// Number of entries, subcommand entries included: every
+    /// [`Entry::acl_bit`] is below it.
+    pub fn acl_bits(&self) -> usize {
+        self.acl_bits
+    }
+
+    /// Every entry, each top-level one followed by its subcommand entries.
+    pub fn all_entries(&'static self) -> impl Iterator<Item = &'static Entry> {
+        self.entries
+            .iter()
+            .flat_map(|e| std::iter::once(e).chain(e.subs.iter()))
     }
 
     /// The entry with `Entry::id` `id`.
@@ -865,6 +910,40 @@ mod tests {
             }
         }
         assert_eq!(seen.len(), CommandTable::get().len());
+    }
+
+    /// Every TR.* row is `@bitmap`, exactly one of `@read` / `@write`
+    /// (reads are readonly rows, writes write rows) and one of `@fast` /
+    /// `@slow`, so ACL category rules cover them as Redis's bitmap commands.
+    #[test]
+    fn bitmap_commands_have_acl_categories() {
+        let mut n = 0;
+        for spec in CommandTable::get()
+            .iter()
+            .filter(|s| s.name.starts_with("tr."))
+        {
+            let c = spec.all_acl();
+            assert!(c.has(AclCat::Bitmap), "{}: not @bitmap", spec.name);
+            assert_ne!(c.has(AclCat::Read), c.has(AclCat::Write), "{}", spec.name);
+            assert_eq!(c.has(AclCat::Write), spec.has(Flag::Write), "{}", spec.name);
+            assert_ne!(c.has(AclCat::Fast), c.has(AclCat::Slow), "{}", spec.name);
+            n += 1;
+        }
+        assert!(n >= 25, "{n} TR.* commands");
+    }
+
+    #[test]
+    fn acl_bits_are_dense_and_lookup_takes_full_names() {
+        let t = CommandTable::get();
+        let bits: Vec<usize> = t.all_entries().map(|e| e.acl_bit).collect();
+        assert_eq!(bits, (0..t.acl_bits()).collect::<Vec<_>>());
+        assert_eq!(
+            t.lookup_full(b"CLIENT|Kill").unwrap().full_name,
+            "client|kill"
+        );
+        assert_eq!(t.lookup_full(b"get").unwrap().full_name, "get");
+        assert!(t.lookup_full(b"get|x").is_none());
+        assert!(t.lookup_full(b"config|get|x").is_none());
     }
 
     #[test]

@@ -138,6 +138,17 @@ pub struct Config {
     /// `enable-debug-command` (no, as in Redis): whether `DEBUG` runs, for
     /// every client (`yes`) or for loopback clients only (`local`).
     pub enable_debug_command: DebugAccess,
+    /// `aclfile` (empty = none): the users file of ACL LOAD / ACL SAVE,
+    /// loaded at start (startup only).
+    pub aclfile: String,
+    /// `acllog-max-len` (128): entries ACL LOG keeps.
+    pub acllog_max_len: u64,
+    /// `acl-pubsub-default` (`resetchannels` = false): whether new users
+    /// and selectors start with every channel (`allchannels`).
+    pub acl_pubsub_all: bool,
+    /// `user <name> <rules...>` directives of the config file, in order
+    /// (config file and command line only; exclusive with `aclfile`).
+    pub users: Vec<Vec<String>>,
 }
 
 /// Who may run `DEBUG` (`enable-debug-command`).
@@ -194,6 +205,10 @@ impl Default for Config {
             disable_thp: true,
             random_pick_limit: roaringd_store::sample::DEFAULT_EXACT_PICK_LIMIT,
             enable_debug_command: DebugAccess::No,
+            aclfile: String::new(),
+            acllog_max_len: 128,
+            acl_pubsub_all: false,
+            users: Vec::new(),
         }
     }
 }
@@ -230,6 +245,9 @@ pub const NAMES: &[&str] = &[
     "random-pick-limit",
     "disable-thp",
     "enable-debug-command",
+    "aclfile",
+    "acllog-max-len",
+    "acl-pubsub-default",
 ];
 
 /// Settings that only the command line / config file may set.
@@ -244,6 +262,7 @@ const IMMUTABLE: &[&str] = &[
     "daemonize",
     "cache-bytes",
     "pidfile",
+    "aclfile",
 ];
 
 /// Why a setting could not be applied (the text after
@@ -399,6 +418,23 @@ impl Config {
                 self.io_threads = n;
             }
             "disable-thp" => self.disable_thp = yes_no(one()?)?,
+            "aclfile" => self.aclfile = one()?.to_string(),
+            "acllog-max-len" => {
+                let n: i64 = number(one()?)?;
+                self.acllog_max_len = u64::try_from(n).map_err(|_| {
+                    SetError::Invalid(
+                        "argument must be between 0 and 9223372036854775807 inclusive".into(),
+                    )
+                })?;
+            }
+            "acl-pubsub-default" => {
+                self.acl_pubsub_all = match one()?.to_ascii_lowercase().as_str() {
+                    "allchannels" => true,
+                    "resetchannels" => false,
+                    _ => return Err(SetError::Invalid("argument(s) must be one of the following: allchannels, resetchannels".into())),
+                }
+            }
+            "user" if startup && !values.is_empty() => self.users.push(values.to_vec()),
             "random-pick-limit" => {
                 self.random_pick_limit = number(one()?)?;
                 if self.random_pick_limit == 0 {
@@ -457,6 +493,14 @@ impl Config {
             "disable-thp" => if self.disable_thp { "yes" } else { "no" }.into(),
             "random-pick-limit" => self.random_pick_limit.to_string(),
             "enable-debug-command" => self.enable_debug_command.name().into(),
+            "aclfile" => self.aclfile.clone(),
+            "acllog-max-len" => self.acllog_max_len.to_string(),
+            "acl-pubsub-default" => if self.acl_pubsub_all {
+                "allchannels"
+            } else {
+                "resetchannels"
+            }
+            .into(),
             _ => return None,
         })
     }
@@ -567,8 +611,8 @@ fn config_error(line_no: usize, line: &str, why: &str) -> String {
 }
 
 /// Splits a config line into words (redis.conf quoting rules, the same
-/// as inline requests).
-fn split_words(line: &str) -> Option<Vec<String>> {
+/// as inline requests); `None` for unbalanced quotes.
+pub(crate) fn split_words(line: &str) -> Option<Vec<String>> {
     let mut parser = roaringd_resp::RequestParser::new();
     let mut l = line.as_bytes().to_vec();
     l.push(b'\n');

@@ -25,8 +25,12 @@ const SHRINK_ABOVE: usize = 1024 * 1024;
 
 /// Serves one client until it quits, is killed, errs, or the server stops.
 pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientInfo>) {
-    let authenticated = server.config.read().requirepass.is_none();
-    let mut client = Client::new(info.clone(), authenticated);
+    // As Redis: a connection made while `default` needs no password is
+    // authenticated for good.
+    let acl_gen = server.acl.generation();
+    let user = server.acl.default_user();
+    let authenticated = user.nopass && user.enabled;
+    let mut client = Client::new(info.clone(), user, acl_gen, authenticated);
     let mut parser = RequestParser::new();
     // Allocated on the first read, so idle connections cost little.
     let mut rbuf: Vec<u8> = Vec::new();
@@ -150,7 +154,7 @@ fn process(
         match parser.parse(&rbuf[start..], limits) {
             Ok(Some(used)) => {
                 let grouped = match parser.multibulk_spans() {
-                    Some(spans) => batch.try_push(client, rbuf, start, spans),
+                    Some(spans) => batch.try_push(server, client, rbuf, start, spans),
                     None => false,
                 };
                 if !grouped {
@@ -163,7 +167,7 @@ fn process(
                     close = true;
                     break;
                 }
-                if !client.authenticated || limits.unauthenticated {
+                if limits.unauthenticated || crate::dispatch::needs_auth(server, client) {
                     *limits = current_limits(server, client);
                 }
             }
@@ -188,7 +192,7 @@ fn current_limits(server: &Server, client: &Client) -> Limits {
     Limits {
         max_bulk_len: usize::try_from(c.proto_max_bulk_len).unwrap_or(usize::MAX),
         max_query_buf: usize::try_from(c.client_query_buffer_limit).unwrap_or(usize::MAX),
-        unauthenticated: !client.authenticated,
+        unauthenticated: crate::dispatch::needs_auth(server, client),
         ..Limits::default()
     }
 }

@@ -1,5 +1,6 @@
-//! Dispatch: name lookup → subcommand → arity → auth → MULTI queueing →
-//! store `Txn` over the row's keys → handler → commit → stats → reply.
+//! Dispatch: name lookup → subcommand → arity → auth → ACL permissions →
+//! MULTI queueing → store `Txn` over the row's keys → handler → commit →
+//! stats → reply.
 //!
 //! `execute` is called once per request and appends exactly one reply (or
 //! none, for an empty request) to the connection's output buffer.
@@ -19,7 +20,7 @@ use crate::transaction::Queued;
 
 /// Runs one request and appends its reply to `out`.
 pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut Vec<u8>) {
-    if args.is_empty() {
+    if args.is_empty() || !synced(server, client) {
         return;
     }
     match resolve(client, &args) {
@@ -40,6 +41,9 @@ pub fn execute_entry(
     args: Args<'_>,
     out: &mut Vec<u8>,
 ) {
+    if !synced(server, client) {
+        return;
+    }
     let reply = match admit(server, client, entry, &args) {
         Ok(()) => {
             if client.multi.is_some() && !entry.spec.has(Flag::NoQueue) {
@@ -91,6 +95,27 @@ pub fn encode(server: &Server, client: &Client, reply: &Reply, out: &mut Vec<u8>
 /// Bytes of a one-buffer reply above which [`encode`] copies it off the
 /// worker (a 300 MB TR.RANGEBITARRAY's copy stalled the worker 150 ms).
 pub const LONG_REPLY_BYTES: usize = 4 << 20;
+/// Brings the client's ACL user up to date; false (and the connection
+/// closes, with no reply) when its user was deleted, and for every later
+/// request of a connection that is closing.
+#[inline]
+fn synced(server: &Server, client: &mut Client) -> bool {
+    if client.close_after_reply {
+        return false;
+    }
+    if crate::acl::sync(&server.acl, client) {
+        return true;
+    }
+    client.close_after_reply = true;
+    false
+}
+
+/// True when `client` may only run no-auth commands: it has not
+/// authenticated and `default` needs a password (or is off).
+#[inline]
+pub fn needs_auth(server: &Server, client: &Client) -> bool {
+    !client.authenticated && server.acl.default_needs_auth()
+}
 
 /// Counts one error reply in INFO stats/errorstats.
 pub fn record_error(server: &Server, e: &CommandError) {
@@ -128,9 +153,9 @@ pub fn resolve(_client: &Client, args: &Args<'_>) -> Result<&'static Entry, Comm
     }
 }
 
-/// The checks that precede execution or queueing.
+/// The checks that precede execution or queueing, in Redis's order.
 fn admit(
-    _server: &Server,
+    server: &Server,
     client: &Client,
     entry: &'static Entry,
     args: &Args<'_>,
@@ -138,13 +163,18 @@ fn admit(
     if !entry.spec.arity_ok(args.len()) {
         return Err(CommandError::Arity(entry.full_name.into()));
     }
-    if !client.authenticated && !entry.spec.has(Flag::NoAuth) {
+    if needs_auth(server, client) && !entry.spec.has(Flag::NoAuth) {
         return Err(CommandError::NoAuth);
     }
     if client.multi.is_some() && entry.spec.has(Flag::NoMulti) {
         return Err(CommandError::err(
             "Command not allowed inside a transaction",
         ));
+    }
+    if let Err(d) = client.user.check(entry, args) {
+        client.info.set_last_cmd(entry);
+        crate::acl::log_denial(server, client, entry, args, d, None);
+        return Err(crate::acl::denial_error(entry, d));
     }
     Ok(())
 }

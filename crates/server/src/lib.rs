@@ -2,10 +2,12 @@
 //! dispatch through one command table, and the command families.
 //!
 //! Request path: `listener` accepts → `connection` reads and parses every
-//! complete request → `dispatch` resolves the row, checks arity/auth/MULTI,
+//! complete request → `dispatch` resolves the row, checks arity/auth/MULTI
+//! and the user's ACL permissions (`acl`),
 //! opens the store `Txn`, runs the handler, commits → the `Reply` is encoded
 //! into the connection's output buffer → one write per read.
 
+pub mod acl;
 pub mod allocator;
 pub mod client;
 pub mod command_table;

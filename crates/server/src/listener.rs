@@ -113,7 +113,13 @@ async fn accept_loop(server: Arc<Server>, listener: TcpListener) {
             } else {
                 let id = server.next_client_id.fetch_add(1, Ordering::Relaxed);
                 let local = stream.local_addr().ok().or(laddr).unwrap_or(addr);
-                let info = Arc::new(ClientInfo::new(id, addr, local, now_ms()));
+                let info = Arc::new(ClientInfo::new(
+                    id,
+                    addr,
+                    local,
+                    now_ms(),
+                    server.acl.default_user(),
+                ));
                 clients.insert(id, info.clone());
                 Some(info)
             }

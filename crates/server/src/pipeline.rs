@@ -8,8 +8,9 @@
 //! serialization (the batch is applied at once; no reply was sent before the
 //! commit), and it turns N lock round-trips and N write batches into one.
 //!
-//! Anything else (connection/server commands, MULTI state, auth, inline
-//! requests, errors found before execution) ends the batch and runs alone.
+//! Anything else (connection/server commands, MULTI state, auth, commands
+//! the user's ACL refuses, inline requests, errors found before execution)
+//! ends the batch and runs alone.
 
 use std::time::Instant;
 
@@ -50,8 +51,19 @@ impl Batch {
     /// Queues the request whose argument spans (relative to `base` in `buf`)
     /// are `spans`, if it can join a group. Returns false (and queues
     /// nothing) when it must run alone; the caller then flushes first.
-    pub fn try_push(&mut self, client: &Client, buf: &[u8], base: usize, spans: &[Span]) -> bool {
-        if client.multi.is_some() || !client.authenticated || spans.is_empty() {
+    pub fn try_push(
+        &mut self,
+        server: &Server,
+        client: &Client,
+        buf: &[u8],
+        base: usize,
+        spans: &[Span],
+    ) -> bool {
+        if client.multi.is_some()
+            || dispatch::needs_auth(server, client)
+            || server.acl.generation() != client.acl_gen
+            || spans.is_empty()
+        {
             return false;
         }
         let args = Args::new(&buf[base..], spans);
@@ -62,6 +74,7 @@ impl Batch {
         if !(spec.has(Flag::Write) || spec.has(Flag::Readonly))
             || spec.has(Flag::Exclusive)
             || !spec.arity_ok(args.len())
+            || client.user.check(entry, &args).is_err()
         {
             return false;
         }

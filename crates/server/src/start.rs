@@ -44,7 +44,8 @@ pub fn main_with_args(args: &[String]) -> i32 {
              port bind dir requirepass appendfsync maxclients databases loglevel logfile\n  \
              proto-max-bulk-len client-query-buffer-limit slowlog-log-slower-than\n  \
              slowlog-max-len timeout hz maxmemory cache-bytes container-cache-bytes\n  \
-             write-back-bytes random-pick-limit max-reply-bytes io-threads disable-thp pidfile\n\n\
+             write-back-bytes random-pick-limit max-reply-bytes io-threads disable-thp pidfile\n  \
+             aclfile acllog-max-len acl-pubsub-default user\n\n\
              Examples:\n  roaringd --port 6380 --dir /var/lib/roaringd\n  \
              roaringd /etc/roaringd.conf --loglevel verbose"
         );
@@ -112,6 +113,10 @@ pub fn main_with_args(args: &[String]) -> i32 {
     let port = config.port;
     let pidfile = config.pidfile.clone();
     let server = Arc::new(Server::new(config, store));
+    if let Err(e) = crate::acl::file::load_at_startup(&server.acl, &server.config.read()) {
+        crate::warning!("{e}");
+        return 1;
+    }
     let code = runtime.block_on(async {
         let listeners = match crate::listener::bind(&bind, port).await {
             Ok(l) => l,

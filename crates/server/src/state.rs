@@ -1,5 +1,6 @@
 //! `Server`: the state every connection shares (store, configuration,
-//! client registry, statistics, slow log, WATCH table, shutdown signal).
+//! client registry, statistics, slow log, WATCH table, ACL users,
+//! shutdown signal).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -9,6 +10,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 
+use crate::acl::Acl;
 use crate::client::ClientInfo;
 use crate::config::Config;
 use crate::counter::Counter;
@@ -127,6 +129,8 @@ pub struct Server {
     pub shutdown: Notify,
     /// The TCP port actually bound (for INFO when `port 0` was asked).
     pub bound_port: AtomicU64,
+    /// ACL users and the ACL log.
+    pub acl: Acl,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -144,7 +148,14 @@ impl Server {
             .collect();
         let hot = HotConfig::default();
         hot.load(&config);
+        let acl = Acl::new();
+        acl.set_pubsub_all(config.acl_pubsub_all);
+        acl.log.set_max_len(config.acllog_max_len);
+        if let Some(p) = &config.requirepass {
+            acl.set_default_password(Some(p));
+        }
         Server {
+            acl,
             store,
             hot,
             config: RwLock::new(config),

@@ -5,24 +5,22 @@ use roaringd_resp::{Args, Span};
 
 use crate::command_table::Entry;
 
-/// One queued command.
-#[derive(Debug)]
-pub struct Queued {
-    /// The resolved row (subcommand row for container commands).
-    pub entry: &'static Entry,
+/// Owned copies of request arguments, readable as [`Args`].
+#[derive(Debug, Default)]
+pub struct OwnedArgs {
     /// Every argument, concatenated.
-    pub buf: Vec<u8>,
+    buf: Vec<u8>,
     /// Where each argument lies in `buf`.
-    pub spans: Vec<Span>,
+    spans: Vec<Span>,
 }
 
-impl Queued {
-    /// Copies `args` (all of them, name included).
-    pub fn new(entry: &'static Entry, args: &Args<'_>) -> Self {
-        let total: usize = args.all().map(<[u8]>::len).sum();
-        let mut buf = Vec::with_capacity(total);
+impl OwnedArgs {
+    /// Copies `args` (index 0 of the result is their first).
+    pub fn new<'a>(args: impl Iterator<Item = &'a [u8]>) -> Self {
+        let args: Vec<&[u8]> = args.collect();
+        let mut buf = Vec::with_capacity(args.iter().map(|a| a.len()).sum());
         let mut spans = Vec::with_capacity(args.len());
-        for a in args.all() {
+        for a in args {
             let start = buf.len();
             buf.extend_from_slice(a);
             spans.push(Span {
@@ -30,12 +28,36 @@ impl Queued {
                 end: buf.len(),
             });
         }
-        Queued { entry, buf, spans }
+        OwnedArgs { buf, spans }
     }
 
     /// The arguments, positioned at 0.
     pub fn args(&self) -> Args<'_> {
         Args::new(&self.buf, &self.spans)
+    }
+}
+
+/// One queued command.
+#[derive(Debug)]
+pub struct Queued {
+    /// The resolved row (subcommand row for container commands).
+    pub entry: &'static Entry,
+    /// Every argument, the name included.
+    pub owned: OwnedArgs,
+}
+
+impl Queued {
+    /// Copies `args` (all of them, name included).
+    pub fn new(entry: &'static Entry, args: &Args<'_>) -> Self {
+        Queued {
+            entry,
+            owned: OwnedArgs::new(args.all()),
+        }
+    }
+
+    /// The arguments, positioned at 0.
+    pub fn args(&self) -> Args<'_> {
+        self.owned.args()
     }
 }
 

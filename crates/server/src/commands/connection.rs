@@ -167,33 +167,42 @@ fn reset(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError>
     c.protocol = Protocol::Resp2;
     c.info.resp.store(2, Ordering::Relaxed);
     c.info.name.lock().clear();
-    c.authenticated = ctx.server.config.read().requirepass.is_none();
+    // Back to `default`, authenticated only if it needs no password.
+    let default = ctx.server.acl.default_user();
+    c.authenticated = default.nopass && default.enabled;
+    c.set_user(default);
     Ok(Reply::status("RESET"))
 }
 
-/// Checks a user/password pair against `requirepass` (only the `default`
-/// user exists).
-fn check_credentials(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
+/// Authenticates the client as `user` with `pass` (AUTH, HELLO AUTH).
+///
+/// # Errors
+/// `WRONGPASS` (also recorded in the ACL log) for an unknown or disabled
+/// user or a wrong password.
+fn authenticate(
+    ctx: &mut Ctx<'_>,
+    command: &[u8],
+    user: &[u8],
+    pass: &[u8],
+) -> Result<(), CommandError> {
+    match ctx.server.acl.authenticate(user, pass) {
+        Some(u) => {
+            ctx.client.authenticated = true;
+            ctx.client.set_user(u);
+            Ok(())
+        }
+        None => {
+            crate::acl::log_auth_failure(ctx.server, ctx.client, command, user);
+            Err(CommandError::WrongPass)
+        }
     }
-    match &ctx.server.config.read().requirepass {
-        None => true,
-        Some(p) => constant_time_eq(p, pass),
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn auth(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    let command = args.get(0).unwrap_or_default();
     let (user, pass) = match args.remaining() {
         1 => {
-            if ctx.server.config.read().requirepass.is_none() {
+            if ctx.server.acl.default_user().nopass {
                 return Err(CommandError::err(
                     "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
                 ));
@@ -203,12 +212,8 @@ fn auth(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
         2 => (args.next_bytes()?, args.next_bytes()?),
         _ => return Err(CommandError::Syntax),
     };
-    if check_credentials(ctx, user, pass) {
-        ctx.client.authenticated = true;
-        Ok(Reply::Ok)
-    } else {
-        Err(CommandError::WrongPass)
-    }
+    authenticate(ctx, command, user, pass)?;
+    Ok(Reply::Ok)
 }
 
 /// Redis's client-name rule: printable ASCII without spaces.
@@ -258,10 +263,8 @@ fn hello(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
         }
     }
     if let Some((user, pass)) = creds {
-        if !check_credentials(ctx, user, pass) {
-            return Err(CommandError::WrongPass);
-        }
-        ctx.client.authenticated = true;
+        let command = args.get(0).unwrap_or_default();
+        authenticate(ctx, command, user, pass)?;
     }
     if !ctx.client.authenticated {
         return Err(CommandError::Custom(
@@ -419,7 +422,14 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandE
             }
             b"addr" => addr = Some(val.to_vec()),
             b"laddr" => laddr = Some(val.to_vec()),
-            b"user" => user = Some(val.to_vec()),
+            b"user" => {
+                let u = ctx
+                    .server
+                    .acl
+                    .get(val)
+                    .ok_or_else(|| CommandError::err_echo("No such user '", val, "'"))?;
+                user = Some(u.uid);
+            }
             b"type" => {
                 let t = val.to_ascii_lowercase();
                 if !matches!(
@@ -448,7 +458,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandE
             || laddr
                 .as_ref()
                 .is_some_and(|a| c.laddr.to_string().as_bytes() != a.as_slice())
-            || user.as_ref().is_some_and(|u| u.as_slice() != b"default")
+            || user.is_some_and(|u| u != c.user_uid())
             || (skipme && c.id == ctx.client.id)
         {
             continue;

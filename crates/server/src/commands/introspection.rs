@@ -259,11 +259,7 @@ fn key_specs(spec: &CommandSpec) -> Reply {
 
 /// The entry for `name`: `get`, or a full subcommand name `client|kill`.
 fn find(name: &[u8]) -> Option<&'static Entry> {
-    let table = CommandTable::get();
-    match name.iter().position(|&c| c == b'|') {
-        None => table.lookup(name),
-        Some(i) => table.lookup(&name[..i])?.sub(&name[i + 1..]),
-    }
+    CommandTable::get().lookup_full(name)
 }
 
 fn command_all(_ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> {
@@ -362,21 +358,10 @@ struct SubArgs<'a> {
 
 impl SubArgs<'_> {
     fn extract(&self, e: &'static Entry, out: &mut Vec<usize>) {
-        // Rebuild the inner request's argument list so key specs see index 0
+        // The inner request's own argument list, so key specs see index 0
         // as the command name.
-        let inner: Vec<&[u8]> = self.args.all().skip(self.base).collect();
-        let mut buf = Vec::new();
-        let mut spans = Vec::new();
-        for a in &inner {
-            let start = buf.len();
-            buf.extend_from_slice(a);
-            spans.push(roaringd_resp::Span {
-                start,
-                end: buf.len(),
-            });
-        }
-        let view = Args::new(&buf, &spans);
-        e.spec.keys.extract(&view, out);
+        let inner = crate::transaction::OwnedArgs::new(self.args.all().skip(self.base));
+        e.spec.keys.extract(&inner.args(), out);
         for i in out.iter_mut() {
             *i += self.base;
         }

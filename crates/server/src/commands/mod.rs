@@ -1,6 +1,7 @@
 //! Command families, one file each. Every file exports
 //! `pub const COMMANDS: &[CommandSpec]`; `command_table::FAMILIES` lists them.
 
+pub mod acl;
 pub mod connection;
 pub mod debug;
 pub mod hashes;

@@ -356,6 +356,13 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
     server.store.set_write_back_bytes(cfg.write_back_bytes);
     crate::log::set_level(cfg.loglevel);
     server.hot.load(&cfg);
+    if seen.iter().any(|n| n == "requirepass") {
+        // As Redis: the default user gets exactly this password (none:
+        // nopass), whatever ACL SETUSER gave it before.
+        server.acl.set_default_password(cfg.requirepass.as_deref());
+    }
+    server.acl.log.set_max_len(cfg.acllog_max_len);
+    server.acl.set_pubsub_all(cfg.acl_pubsub_all);
     server.slowlog.trim(cfg.slowlog_max_len as usize);
     *server.config.write() = cfg;
     Ok(Reply::Ok)

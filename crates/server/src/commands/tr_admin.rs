@@ -9,7 +9,7 @@ use roaringd_bitmap::Bitmap;
 use roaringd_resp::Args;
 use roaringd_store::BitmapSummary;
 
-use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
+use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc};
 use crate::commands::tr_args::{check_bit_string, check_reply};
 use crate::commands::tr_write::bitmap_of_bit_string;
 use crate::commands::work;
@@ -84,7 +84,11 @@ pub const COMMANDS: &[CommandSpec] = &[
             "Builds a bitmap from a string key's 0/1 characters (legacy).",
             "1.0.0",
             "bitmap",
-        ),
+        )
+        .key_specs(&[
+            KeySpecDoc::range(&["OW", "update"], 1, 0, 1),
+            KeySpecDoc::range(&["RO", "access"], 2, 0, 1),
+        ]),
 ];
 
 /// TR.STAT key [JSON] → the statistics of spec 4.1, read from `meta` only.

@@ -7,7 +7,7 @@
 use roaringd_resp::Args;
 use roaringd_store::bitmaps::BitOp;
 
-use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
+use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc};
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
@@ -24,7 +24,11 @@ pub const COMMANDS: &[CommandSpec] = &[
             "Stores AND/OR/XOR/NOT/DIFF of Roaring bitmaps; returns the result's cardinality.",
             "1.0.0",
             "bitmap",
-        ),
+        )
+        .key_specs(&[
+            KeySpecDoc::range(&["OW", "update"], 1, 0, 1),
+            KeySpecDoc::range(&["RO", "access"], 3, -1, 1),
+        ]),
     // Read-only although the reference lists it with the writes (open point 10).
     CommandSpec::new("tr.bitopcard", -3, bit_op_card)
         .flags(&[Flag::Readonly])
@@ -64,7 +68,11 @@ pub const COMMANDS: &[CommandSpec] = &[
             "Stores key1 minus key2 in destkey (legacy).",
             "1.0.0",
             "bitmap",
-        ),
+        )
+        .key_specs(&[
+            KeySpecDoc::range(&["OW", "update"], 1, 0, 1),
+            KeySpecDoc::range(&["RO", "access"], 2, 1, 1),
+        ]),
 ];
 
 /// Key positions of TR.BITOP: the destination (1) and the sources (3..).

@@ -3,7 +3,8 @@
 //! EXEC runs the queued commands as ONE store transaction: it locks the
 //! union of their keys (or the whole store when one of them is `Exclusive`),
 //! runs them in order — each command's error is its own reply — and commits
-//! once, so other clients see all of the transaction or none of it.
+//! once, so other clients see all of the transaction or none of it. Each
+//! queued command's ACL permissions are checked again before it runs.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -194,7 +195,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
     let db_at_exec = client.db;
     let mut first_txn = Some(txn);
     let long = multi.queued.iter().any(|q| q.entry.spec.is_long(&q.args()));
-    dispatch::run_blocking_if(long, || {
+    client.in_exec = true;
+    let result = dispatch::run_blocking_if(long, || {
         dispatch::run_skipping_panicked(|skipped| {
             let mut txn = match first_txn.take() {
                 Some(t) => t,
@@ -211,6 +213,14 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                 }
                 let spec = q.entry.spec;
                 let args = q.args();
+                // The user's rules may have changed since the command was queued.
+                if let Err(d) = client.user.check(q.entry, &args) {
+                    crate::acl::log_denial(server, client, q.entry, &args, d, Some("exec"));
+                    let e = crate::acl::exec_denial_error(d);
+                    dispatch::record_error(server, &e);
+                    replies.push(Reply::Error(e));
+                    continue;
+                }
                 let start = Instant::now();
                 let t = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
                     txn.as_mut()
@@ -235,7 +245,9 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                 None => Ok(Reply::Array(replies)),
             })
         })
-    })
+    });
+    client.in_exec = false;
+    result
 }
 
 /// The transaction of an EXEC over the union `owned` of its queued
