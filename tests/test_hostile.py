@@ -294,3 +294,21 @@ def test_long_commands_run_off_the_worker_with_correct_replies(hostile_server):
     assert len(r) == 4000000 and r.count(b"1") == 20000 and r[:7] == b"1001001"
     assert c.call("SCARD", "s") == 3
     c.close()
+
+
+def test_a_client_that_stops_reading_is_closed_past_the_soft_output_limit(roaringd_server):
+    """client-output-buffer-limit normal <hard 0> <soft 1mb> <1 s>: a client
+    that asks for 32 MB and reads nothing is closed once more than the soft
+    limit stayed pending for a second; other clients go on."""
+    import time
+    from resp_client import encode_command
+    s = roaringd_server(["--client-output-buffer-limit", "normal", "0", "1mb", "1"]).start()
+    c = s.client()
+    assert c.call("SET", "big", b"x" * (32 << 20)) == Status(b"OK")
+    slow = s.client()
+    slow.send_raw(encode_command("GET", "big"))
+    time.sleep(3)  # reads nothing meanwhile
+    got = slow.read_until_close(timeout=30)
+    assert len(got) < 32 << 20
+    assert c.call("STRLEN", "big") == 32 << 20
+    c.close()

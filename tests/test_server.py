@@ -322,3 +322,27 @@ def test_config_timeout_closes_idle_clients(fresh):
         assert idle.call("PING") == Status(b"PONG")
         assert idle.is_closed(timeout=15), f"{srv.kind}: idle client still connected 15 s after timeout 1"
         idle.close()
+
+
+def test_client_output_buffer_limit_config_and_hard_limit(fresh_pair):
+    """CONFIG GET/SET of client-output-buffer-limit as Redis words them, and a
+    normal client whose reply passes the hard limit is disconnected (no
+    reply) on both servers; others are unaffected."""
+    pair = fresh_pair()
+    pair("CONFIG", "GET", "client-output-buffer-limit")
+    for bad in ["normal 1 2", "bogus 1 2 3", "normal x 2 3", "master 1 2 3", ""]:
+        pair("CONFIG", "SET", "client-output-buffer-limit", bad)
+    pair("CONFIG", "SET", "client-output-buffer-limit", "replica 1mb 2 3 pubsub 0 0 0")
+    pair("CONFIG", "GET", "client-output-buffer-limit")
+    pair("CONFIG", "SET", "client-output-buffer-limit", "normal 64kb 0 0")
+    pair("CONFIG", "GET", "client-output-buffer-limit")
+    pair("SADD", "big", *[f"member-{i}" for i in range(20000)])
+    from resp_client import encode_command
+    for name, c in pair.each():
+        c.send_raw(encode_command("SMEMBERS", "big"))  # about 300 KB: over the hard limit
+        assert len(c.read_until_close()) < 64 * 1024, name
+    for name, srv in (("roaringd", pair.rs), ("redis", pair.ss)):
+        c = srv.client()
+        assert c.call("SCARD", "big") == 20000, name
+        assert len(c.call("SRANDMEMBER", "big", "100")) == 100, name
+        c.close()

@@ -138,6 +138,11 @@ pub struct Config {
     /// `enable-debug-command` (no, as in Redis): whether `DEBUG` runs, for
     /// every client (`yes`) or for loopback clients only (`local`).
     pub enable_debug_command: DebugAccess,
+    /// `client-output-buffer-limit`, per class (normal, replica, pubsub;
+    /// Redis's defaults). Normal clients are held to theirs (see
+    /// [`ObufLimit`]); the other classes are kept for CONFIG GET until
+    /// roaringd has replicas and pub/sub.
+    pub obuf_limits: [ObufLimit; 3],
     /// `aclfile` (empty = none): the users file of ACL LOAD / ACL SAVE,
     /// loaded at start (startup only).
     pub aclfile: String,
@@ -149,6 +154,73 @@ pub struct Config {
     /// `user <name> <rules...>` directives of the config file, in order
     /// (config file and command line only; exclusive with `aclfile`).
     pub users: Vec<Vec<String>>,
+}
+
+/// One class's `client-output-buffer-limit`: a client whose pending
+/// replies reach `hard` bytes, or stay over `soft` bytes for `soft_secs`
+/// seconds, is disconnected (0 = no such limit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ObufLimit {
+    /// Bytes at which the client is closed at once.
+    pub hard: u64,
+    /// Bytes the client may stay over for `soft_secs` at most.
+    pub soft: u64,
+    /// Seconds over `soft` before the client is closed.
+    pub soft_secs: u64,
+}
+
+/// The class names of `client-output-buffer-limit`, in `obuf_limits`'s
+/// order, as CONFIG GET prints them.
+const OBUF_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+
+impl Config {
+    /// Applies a `client-output-buffer-limit` value: `<class> <hard> <soft>
+    /// <soft-seconds>` repeated (class `normal`, `replica`/`slave` or
+    /// `pubsub`; sizes with Redis's units); none changes nothing. All or
+    /// nothing, with Redis's error texts.
+    fn set_obuf_limits(&mut self, words: &[&str]) -> Result<(), SetError> {
+        if !words.len().is_multiple_of(4) {
+            return Err(SetError::Invalid(
+                "Wrong number of arguments in buffer limit configuration.".into(),
+            ));
+        }
+        let mut limits = self.obuf_limits;
+        for w in words.chunks(4) {
+            let class = match w[0].to_ascii_lowercase().as_str() {
+                "normal" => 0,
+                "replica" | "slave" => 1,
+                "pubsub" => 2,
+                _ => {
+                    return Err(SetError::Invalid(
+                        "Invalid client class specified in buffer limit configuration.".into(),
+                    ))
+                }
+            };
+            let bad = || {
+                SetError::Invalid(
+                    "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+                        .into(),
+                )
+            };
+            limits[class] = ObufLimit {
+                hard: parse_memory(w[1]).ok_or_else(bad)?,
+                soft: parse_memory(w[2]).ok_or_else(bad)?,
+                soft_secs: w[3].parse().map_err(|_| bad())?,
+            };
+        }
+        self.obuf_limits = limits;
+        Ok(())
+    }
+
+    /// `client-output-buffer-limit` as CONFIG GET prints it.
+    fn obuf_limits_text(&self) -> String {
+        OBUF_CLASSES
+            .iter()
+            .zip(&self.obuf_limits)
+            .map(|(c, l)| format!("{c} {} {} {}", l.hard, l.soft, l.soft_secs))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }
 
 /// Who may run `DEBUG` (`enable-debug-command`).
@@ -205,6 +277,19 @@ impl Default for Config {
             disable_thp: true,
             random_pick_limit: roaringd_store::sample::DEFAULT_EXACT_PICK_LIMIT,
             enable_debug_command: DebugAccess::No,
+            obuf_limits: [
+                ObufLimit::default(),
+                ObufLimit {
+                    hard: 256 << 20,
+                    soft: 64 << 20,
+                    soft_secs: 60,
+                },
+                ObufLimit {
+                    hard: 32 << 20,
+                    soft: 8 << 20,
+                    soft_secs: 60,
+                },
+            ],
             aclfile: String::new(),
             acllog_max_len: 128,
             acl_pubsub_all: false,
@@ -245,6 +330,7 @@ pub const NAMES: &[&str] = &[
     "random-pick-limit",
     "disable-thp",
     "enable-debug-command",
+    "client-output-buffer-limit",
     "aclfile",
     "acllog-max-len",
     "acl-pubsub-default",
@@ -441,6 +527,11 @@ impl Config {
                     return Err(SetError::Invalid("argument must be at least 1".into()));
                 }
             }
+            "client-output-buffer-limit" => {
+                let text = values.join(" ");
+                let words: Vec<&str> = text.split_whitespace().collect();
+                self.set_obuf_limits(&words)?;
+            }
             "enable-debug-command" => {
                 self.enable_debug_command = match one()?.to_ascii_lowercase().as_str() {
                     "no" => DebugAccess::No,
@@ -493,6 +584,7 @@ impl Config {
             "disable-thp" => if self.disable_thp { "yes" } else { "no" }.into(),
             "random-pick-limit" => self.random_pick_limit.to_string(),
             "enable-debug-command" => self.enable_debug_command.name().into(),
+            "client-output-buffer-limit" => self.obuf_limits_text(),
             "aclfile" => self.aclfile.clone(),
             "acllog-max-len" => self.acllog_max_len.to_string(),
             "acl-pubsub-default" => if self.acl_pubsub_all {

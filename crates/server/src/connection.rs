@@ -117,8 +117,17 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
 
         if !out.is_empty() {
             server.stats.net_output_bytes.add(out.len() as u64);
-            if stream.write_all(&out).await.is_err() {
-                break;
+            match write_out(&server, &mut stream, &out).await {
+                Ok(()) => {}
+                Err(WriteEnd::Failed) => break,
+                Err(WriteEnd::OverSoftLimit) => {
+                    crate::warning!(
+                        "Client id={} addr={} closed for overcoming of output buffer soft limit.",
+                        info.id,
+                        info.addr
+                    );
+                    break;
+                }
             }
             out.clear();
             if out.capacity() > SHRINK_ABOVE {
@@ -163,6 +172,10 @@ fn process(
                     dispatch::execute(server, client, args, out);
                 }
                 start += used;
+                if over_hard_limit(server, client, out) {
+                    close = true;
+                    break;
+                }
                 if client.close_after_reply {
                     close = true;
                     break;
@@ -184,7 +197,61 @@ fn process(
         }
     }
     batch.flush(server, client, rbuf, out);
+    if !close && over_hard_limit(server, client, out) {
+        close = true;
+    }
     (start, close)
+}
+
+/// True (and `out` emptied: Redis sends nothing more to such a client)
+/// when the replies pending in `out` reach the normal clients'
+/// `client-output-buffer-limit` hard limit; the client is then closed.
+fn over_hard_limit(server: &Server, client: &Client, out: &mut Vec<u8>) -> bool {
+    let hard = server.hot.obuf_hard.load(Ordering::Relaxed);
+    if hard == 0 || (out.len() as u64) < hard {
+        return false;
+    }
+    crate::warning!(
+        "Client id={} addr={} closed for overcoming of output buffer limits ({} bytes pending, hard limit {}).",
+        client.id,
+        client.info.addr,
+        out.len(),
+        hard
+    );
+    out.clear();
+    true
+}
+
+/// Why [`write_out`] stopped early.
+enum WriteEnd {
+    /// The peer is gone or the write failed.
+    Failed,
+    /// More than the soft output limit stayed pending for its seconds.
+    OverSoftLimit,
+}
+
+/// Writes `out` to the client. While more than the normal clients'
+/// `client-output-buffer-limit` soft limit (when set) is still pending,
+/// the writing must get under it within its soft seconds, else the client
+/// is closed as Redis closes it.
+async fn write_out(server: &Server, stream: &mut TcpStream, out: &[u8]) -> Result<(), WriteEnd> {
+    let soft = server.hot.obuf_soft.load(Ordering::Relaxed) as usize;
+    let mut pos = 0;
+    if soft > 0 && out.len() > soft {
+        let secs = server.hot.obuf_soft_secs.load(Ordering::Relaxed);
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
+        while out.len() - pos > soft {
+            match tokio::time::timeout_at(deadline, stream.write(&out[pos..])).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return Err(WriteEnd::Failed),
+                Ok(Ok(n)) => pos += n,
+                Err(_) => return Err(WriteEnd::OverSoftLimit),
+            }
+        }
+    }
+    stream
+        .write_all(&out[pos..])
+        .await
+        .map_err(|_| WriteEnd::Failed)
 }
 
 fn current_limits(server: &Server, client: &Client) -> Limits {

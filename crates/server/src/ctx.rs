@@ -33,12 +33,17 @@ impl<'a> Ctx<'a> {
         ))
     }
 
-    /// The reply-size ceiling `max-reply-bytes` of the commands whose reply
-    /// size their arguments choose.
+    /// The reply-size ceiling of the commands whose reply size their
+    /// arguments choose: `max-reply-bytes`, or the normal clients'
+    /// `client-output-buffer-limit` hard limit when that is set and lower
+    /// (a reply over it would only get the client disconnected).
     pub fn max_reply_bytes(&self) -> u64 {
-        self.server
-            .hot
-            .max_reply_bytes
-            .load(std::sync::atomic::Ordering::Relaxed)
+        use std::sync::atomic::Ordering::Relaxed;
+        let hot = &self.server.hot;
+        let max = hot.max_reply_bytes.load(Relaxed);
+        match hot.obuf_hard.load(Relaxed) {
+            0 => max,
+            hard => max.min(hard),
+        }
     }
 }

@@ -83,6 +83,12 @@ pub struct HotConfig {
     /// `max-reply-bytes`: the reply-size ceiling of the commands whose
     /// reply size their arguments choose.
     pub max_reply_bytes: AtomicU64,
+    /// `client-output-buffer-limit normal`: hard bytes (0 = none).
+    pub obuf_hard: AtomicU64,
+    /// `client-output-buffer-limit normal`: soft bytes (0 = none).
+    pub obuf_soft: AtomicU64,
+    /// `client-output-buffer-limit normal`: soft seconds.
+    pub obuf_soft_secs: AtomicU64,
 }
 
 impl HotConfig {
@@ -95,6 +101,11 @@ impl HotConfig {
         self.timeout.store(c.timeout, Ordering::Relaxed);
         self.max_reply_bytes
             .store(c.max_reply_bytes, Ordering::Relaxed);
+        let normal = c.obuf_limits[0];
+        self.obuf_hard.store(normal.hard, Ordering::Relaxed);
+        self.obuf_soft.store(normal.soft, Ordering::Relaxed);
+        self.obuf_soft_secs
+            .store(normal.soft_secs, Ordering::Relaxed);
         roaringd_store::sample::set_exact_pick_limit(c.random_pick_limit);
     }
 }
