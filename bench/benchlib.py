@@ -99,10 +99,11 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def redis_argv(redis_server):
-    """Redis 7 as the in-memory reference: no RDB, no AOF."""
+def redis_argv(redis_server, extra=()):
+    """Redis 7 as the in-memory reference: no RDB, no AOF (unless `extra`
+    says otherwise, e.g. `--appendonly yes --appendfsync everysec`)."""
     return lambda port, d: [redis_server, "--port", str(port), "--bind", "127.0.0.1", "--dir", d,
-                            "--save", "", "--appendonly", "no"]
+                            "--save", "", "--appendonly", "no"] + list(extra)
 
 
 def roaringd_argv(roaringd_bin, extra=()):

@@ -44,6 +44,9 @@ pub struct Client {
     pub info: Arc<ClientInfo>,
     /// Reused buffer for key positions (dispatch).
     pub(crate) key_scratch: Vec<usize>,
+    /// A write was committed since the replies were last written: with
+    /// `write-before-reply`, the writes go to the OS before the replies.
+    pub wrote: bool,
 }
 
 impl Client {
@@ -64,6 +67,7 @@ impl Client {
             close_after_reply: false,
             info,
             key_scratch: Vec::with_capacity(8),
+            wrote: false,
         }
     }
 

@@ -138,6 +138,14 @@ pub struct Config {
     /// `enable-debug-command` (no, as in Redis): whether `DEBUG` runs, for
     /// every client (`yes`) or for loopback clients only (`local`).
     pub enable_debug_command: DebugAccess,
+    /// `write-before-reply` (no): under `appendfsync everysec` and `no`,
+    /// whether a connection hands the writes of each read buffer to the OS
+    /// (`write(2)`, `roaringd_store::Store::write_to_os`) before it writes
+    /// their replies, as Redis writes its AOF, so that a crash of the
+    /// process loses nothing acknowledged. Off, they stay in user-space
+    /// buffers for up to a second: it cost about a fifth of TR.SETBIT's
+    /// throughput under 20 connections (docs/benchmarks.md).
+    pub write_before_reply: bool,
     /// `client-output-buffer-limit`, per class (normal, replica, pubsub;
     /// Redis's defaults). Normal clients are held to theirs (see
     /// [`ObufLimit`]); the other classes are kept for CONFIG GET until
@@ -277,6 +285,7 @@ impl Default for Config {
             disable_thp: true,
             random_pick_limit: roaringd_store::sample::DEFAULT_EXACT_PICK_LIMIT,
             enable_debug_command: DebugAccess::No,
+            write_before_reply: false,
             obuf_limits: [
                 ObufLimit::default(),
                 ObufLimit {
@@ -331,6 +340,7 @@ pub const NAMES: &[&str] = &[
     "disable-thp",
     "enable-debug-command",
     "client-output-buffer-limit",
+    "write-before-reply",
     "aclfile",
     "acllog-max-len",
     "acl-pubsub-default",
@@ -532,6 +542,7 @@ impl Config {
                 let words: Vec<&str> = text.split_whitespace().collect();
                 self.set_obuf_limits(&words)?;
             }
+            "write-before-reply" => self.write_before_reply = yes_no(one()?)?,
             "enable-debug-command" => {
                 self.enable_debug_command = match one()?.to_ascii_lowercase().as_str() {
                     "no" => DebugAccess::No,
@@ -585,6 +596,7 @@ impl Config {
             "random-pick-limit" => self.random_pick_limit.to_string(),
             "enable-debug-command" => self.enable_debug_command.name().into(),
             "client-output-buffer-limit" => self.obuf_limits_text(),
+            "write-before-reply" => if self.write_before_reply { "yes" } else { "no" }.into(),
             "aclfile" => self.aclfile.clone(),
             "acllog-max-len" => self.acllog_max_len.to_string(),
             "acl-pubsub-default" => if self.acl_pubsub_all {

@@ -115,6 +115,17 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
             break;
         }
 
+        if client.wrote {
+            client.wrote = false;
+            if server.hot.write_before_reply.load(Ordering::Relaxed) {
+                // `write-before-reply`: one write(2) for the whole read
+                // buffer's commits. A failure surfaces on the next commit
+                // (the journal is poisoned then).
+                if let Err(e) = server.store.write_to_os() {
+                    crate::warning!("Writing the log before replying failed: {e}");
+                }
+            }
+        }
         if !out.is_empty() {
             server.stats.net_output_bytes.add(out.len() as u64);
             match write_out(&server, &mut stream, &out).await {

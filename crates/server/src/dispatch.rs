@@ -281,7 +281,7 @@ fn run_in_txn(
         server.store.begin(keys)
     };
     let reply = call(server, client, entry, args, Some(&mut txn))?;
-    commit(server, txn, spec.has(Flag::Write))?;
+    commit(server, client, txn, spec.has(Flag::Write))?;
     Ok(reply)
 }
 
@@ -309,9 +309,16 @@ pub fn run_blocking_if<T>(long: bool, f: impl FnOnce() -> T) -> T {
     }
 }
 
-/// Commits `txn`, touching WATCHers of the modified keys. With
-/// `appendfsync always` the commit syncs, so it runs as blocking work.
-pub fn commit(server: &Server, txn: roaringd_store::Txn, write: bool) -> Result<(), CommandError> {
+/// Commits `txn`, touching WATCHers of the modified keys, and marks the
+/// client as having written (see `write-before-reply`). With `appendfsync always` the commit syncs, so it
+/// runs as blocking work.
+pub fn commit(
+    server: &Server,
+    client: &mut Client,
+    txn: roaringd_store::Txn,
+    write: bool,
+) -> Result<(), CommandError> {
+    client.wrote |= write;
     let sync = write && server.store.sync_mode() == roaringd_store::SyncMode::Always;
     if write && server.watches.any() {
         // Touch WATCHers while the key locks are still held, so an EXEC that

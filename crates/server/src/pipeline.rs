@@ -157,7 +157,7 @@ impl Batch {
                     }
                     replies.push(r.unwrap_or_else(Reply::Error));
                 }
-                if let Err(e) = dispatch::commit(server, txn, any_write) {
+                if let Err(e) = dispatch::commit(server, client, txn, any_write) {
                     // Nothing was applied: every command of the group reports it.
                     for r in replies.iter_mut() {
                         *r = Reply::Error(e.clone());

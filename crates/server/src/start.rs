@@ -45,7 +45,8 @@ pub fn main_with_args(args: &[String]) -> i32 {
              proto-max-bulk-len client-query-buffer-limit slowlog-log-slower-than\n  \
              slowlog-max-len timeout hz maxmemory cache-bytes container-cache-bytes\n  \
              write-back-bytes random-pick-limit max-reply-bytes io-threads disable-thp pidfile\n  \
-             aclfile acllog-max-len acl-pubsub-default user\n\n\
+             aclfile acllog-max-len acl-pubsub-default user client-output-buffer-limit\n  \
+             write-before-reply enable-debug-command\n\n\
              Examples:\n  roaringd --port 6380 --dir /var/lib/roaringd\n  \
              roaringd /etc/roaringd.conf --loglevel verbose"
         );

@@ -89,6 +89,10 @@ pub struct HotConfig {
     pub obuf_soft: AtomicU64,
     /// `client-output-buffer-limit normal`: soft seconds.
     pub obuf_soft_secs: AtomicU64,
+    /// `write-before-reply`, and `appendfsync` is not `always` (whose
+    /// commits sync themselves): a connection hands its writes to the OS
+    /// before it writes their replies.
+    pub write_before_reply: AtomicBool,
 }
 
 impl HotConfig {
@@ -106,6 +110,10 @@ impl HotConfig {
         self.obuf_soft.store(normal.soft, Ordering::Relaxed);
         self.obuf_soft_secs
             .store(normal.soft_secs, Ordering::Relaxed);
+        self.write_before_reply.store(
+            c.write_before_reply && c.appendfsync != crate::config::Appendfsync::Always,
+            Ordering::Relaxed,
+        );
         roaringd_store::sample::set_exact_pick_limit(c.random_pick_limit);
     }
 }

@@ -507,6 +507,23 @@ impl Store {
         self.inner.databases
     }
 
+    /// Hands every commit made so far to the OS (`write(2)` of the LSM
+    /// store's journal buffer and of the operation log's queue), without
+    /// syncing: after it returns, a crash of the process (not of the
+    /// machine) loses none of those commits. The server calls it before
+    /// replying to writes under `everysec` and `no` (`write-before-reply`),
+    /// for many connections' commits at once.
+    ///
+    /// # Errors
+    /// `Io` when a write fails.
+    pub fn write_to_os(&self) -> Result<()> {
+        self.inner.kv.flush_buffers()?;
+        if let Some(log) = self.inner.dirty.log.lock().as_mut() {
+            log.flush()?;
+        }
+        Ok(())
+    }
+
     /// Current sync mode.
     #[must_use]
     pub fn sync_mode(&self) -> SyncMode {
@@ -848,10 +865,7 @@ fn spawn_persister(weak: Weak<Inner>) {
                     let _ = store.persist();
                 }
                 SyncMode::No => {
-                    let _ = inner.kv.flush_buffers();
-                    if let Some(log) = inner.dirty.log.lock().as_mut() {
-                        let _ = log.flush();
-                    }
+                    let _ = store.write_to_os();
                 }
                 SyncMode::Always => {}
             }

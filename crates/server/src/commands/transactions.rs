@@ -240,7 +240,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
             }
             Ok(match txn {
                 Some(txn) => {
-                    dispatch::commit(server, txn, any_write).map(|()| Reply::Array(replies))
+                    dispatch::commit(server, client, txn, any_write).map(|()| Reply::Array(replies))
                 }
                 None => Ok(Reply::Array(replies)),
             })
