@@ -39,6 +39,16 @@ impl<'a> ReplyEncoder<'a> {
         ReplyEncoder { out, proto }
     }
 
+    /// Bytes in the output buffer so far (earlier replies included).
+    pub fn len(&self) -> usize {
+        self.out.len()
+    }
+
+    /// True when the output buffer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+
     /// The protocol this encoder writes.
     pub fn protocol(&self) -> Protocol {
         self.proto

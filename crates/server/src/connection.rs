@@ -141,12 +141,10 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
                 }
             }
             out.clear();
-            if out.capacity() > SHRINK_ABOVE {
-                out.shrink_to(READ_CHUNK);
-            }
+            shrink(&mut out);
         }
-        if rbuf.is_empty() && rbuf.capacity() > SHRINK_ABOVE {
-            rbuf.shrink_to(READ_CHUNK);
+        if rbuf.is_empty() {
+            shrink(&mut rbuf);
         }
         if close || server.shutting_down.load(Ordering::Acquire) {
             break;
@@ -155,6 +153,19 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
     let _ = stream.shutdown().await;
     server.watches.unwatch_all(client.id, &mut client.watch);
     server.clients.lock().remove(&client.id);
+}
+
+/// Gives back the memory of an empty buffer grown past [`SHRINK_ABOVE`],
+/// keeping [`READ_CHUNK`]. A buffer of a big reply (hundreds of MB) is
+/// freed on a blocking thread: unmapping it took the worker tens of ms.
+fn shrink(buf: &mut Vec<u8>) {
+    if buf.capacity() <= SHRINK_ABOVE {
+        return;
+    }
+    let old = std::mem::replace(buf, Vec::with_capacity(READ_CHUNK));
+    if old.capacity() > crate::dispatch::LONG_REPLY_BYTES {
+        tokio::task::spawn_blocking(move || drop(old));
+    }
 }
 
 /// Executes every complete request in `rbuf`, appending replies to `out`.

@@ -27,7 +27,7 @@ pub fn execute(server: &Server, client: &mut Client, args: Args<'_>, out: &mut V
         Ok(entry) => execute_entry(server, client, entry, args, out),
         Err(e) => {
             flag_transaction(client);
-            encode(server, client, &Reply::Error(e), out);
+            encode(server, client, Reply::Error(e), out);
         }
     }
 }
@@ -72,23 +72,29 @@ pub fn execute_entry(
             }
         }
     };
-    encode(server, client, &reply, out);
+    encode(server, client, reply, out);
 }
 
 /// Appends `reply` in the client's protocol, counting an error reply for
 /// INFO (EXEC counts the errors of its queued commands itself).
-/// A reply of one big buffer (over [`LONG_REPLY_BYTES`]) is copied into
-/// `out` off the connection worker.
-pub fn encode(server: &Server, client: &Client, reply: &Reply, out: &mut Vec<u8>) {
-    if let Reply::Error(e) = reply {
+/// A reply already encoded in one buffer becomes `out` itself when `out`
+/// is empty (no copy); any other reply of one big buffer (over
+/// [`LONG_REPLY_BYTES`]) is copied, and freed, off the connection worker.
+pub fn encode(server: &Server, client: &Client, reply: Reply, out: &mut Vec<u8>) {
+    if let Reply::Error(e) = &reply {
         record_error(server, e);
     }
     let big = match reply {
-        Reply::Bulk(b) | Reply::Encoded(b) => b.len() > LONG_REPLY_BYTES,
+        Reply::Encoded(b) if out.is_empty() => {
+            *out = b;
+            return;
+        }
+        Reply::Bulk(ref b) | Reply::Encoded(ref b) => b.len() > LONG_REPLY_BYTES,
         _ => false,
     };
-    run_blocking_if(big, || {
+    run_blocking_if(big, move || {
         reply.encode(&mut ReplyEncoder::new(out, client.protocol));
+        drop(reply);
     });
 }
 

@@ -166,9 +166,8 @@ impl Batch {
                 Ok(())
             })
         });
-        for r in &self.replies {
+        for r in self.replies.drain(..) {
             dispatch::encode(server, client, r, out);
         }
-        self.replies.clear();
     }
 }

@@ -1918,26 +1918,25 @@ impl Txn {
         Ok(Some((cursor, vals)))
     }
 
-    /// TR.RANGE: the set bits in `[start, end]`, ascending, at most `max + 1`
-    /// of them (a reply longer than `max` tells the caller the limit was
-    /// passed). `None` when the key is missing.
+    /// Calls `f` with each set bit in `[start, end]`, ascending, until `f`
+    /// returns false: the values stream from the containers, nothing is
+    /// collected. Returns false when the key is missing (`f` not called).
     ///
     /// # Errors
-    /// `WrongType`.
-    pub fn tr_range(
+    /// `WrongType`; `Corrupt` on a bad container entry.
+    pub fn tr_range_each(
         &mut self,
         db: u16,
         key: &[u8],
         start: u32,
         end: u32,
-        max: usize,
-    ) -> Result<Option<Vec<u32>>> {
+        mut f: impl FnMut(u32) -> bool,
+    ) -> Result<bool> {
         let Some((version, s)) = self.bm_version(db, key)? else {
-            return Ok(None);
+            return Ok(false);
         };
-        let mut out = Vec::new();
         if s.card == 0 || start > end {
-            return Ok(Some(out));
+            return Ok(true);
         }
         let (shi, slo) = split(start);
         let mut st = self.bm_stream(db, key, version, shi, false, &s);
@@ -1955,23 +1954,42 @@ impl Txn {
             };
             for lo in it {
                 let x = join(hi, lo);
-                if x > end {
-                    return Ok(Some(out));
-                }
-                out.push(x);
-                if out.len() > max {
-                    return Ok(Some(out));
+                if x > end || !f(x) {
+                    return Ok(true);
                 }
             }
         }
-        Ok(Some(out))
+        Ok(true)
     }
 
-    /// TR.RANGEBITARRAY: bits `start..=end` as `'0'` / `'1'` bytes; `None`
-    /// when the key is missing. The caller bounds the width.
+    /// TR.RANGE: the set bits in `[start, end]`, ascending, at most `max + 1`
+    /// of them (a reply longer than `max` tells the caller the limit was
+    /// passed). `None` when the key is missing.
     ///
     /// # Errors
     /// `WrongType`.
+    pub fn tr_range(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        start: u32,
+        end: u32,
+        max: usize,
+    ) -> Result<Option<Vec<u32>>> {
+        let mut out = Vec::new();
+        let found = self.tr_range_each(db, key, start, end, |x| {
+            out.push(x);
+            out.len() <= max
+        })?;
+        Ok(found.then_some(out))
+    }
+
+    /// TR.RANGEBITARRAY: bits `start..=end` as `'0'` / `'1'` bytes; `None`
+    /// when the key is missing. The caller bounds the width; the string is
+    /// the only allocation (the set bits are not collected first).
+    ///
+    /// # Errors
+    /// `WrongType`; `Corrupt` on a bad container entry.
     pub fn tr_range_bits(
         &mut self,
         db: u16,
@@ -1979,18 +1997,19 @@ impl Txn {
         start: u32,
         end: u32,
     ) -> Result<Option<Vec<u8>>> {
-        if self.bm_version(db, key)?.is_none() {
-            return Ok(None);
-        }
         let width = (u64::from(end) - u64::from(start) + 1) as usize;
-        let mut out = vec![b'0'; width];
-        let vals = self
-            .tr_range(db, key, start, end, width)?
-            .unwrap_or_default();
-        for v in vals {
+        let mut out = Vec::new();
+        let found = self.tr_range_each(db, key, start, end, |v| {
+            if out.is_empty() {
+                out = vec![b'0'; width];
+            }
             out[(v - start) as usize] = b'1';
+            true
+        })?;
+        if found && out.is_empty() {
+            out = vec![b'0'; width];
         }
-        Ok(Some(out))
+        Ok(found.then_some(out))
     }
 
     /// The whole bitmap in memory (TR.EXPORT); `None` when missing.

@@ -228,29 +228,39 @@ fn range(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
     let key = args.next_bytes()?;
     let (start, end) = next_range(args)?;
     let max = ctx.max_reply_bytes();
-    let cap = usize::try_from(max / 4).unwrap_or(usize::MAX - 1);
     let db = ctx.db;
-    // Refuse before collecting anything when even the smallest encoding
+    // Refuse before encoding anything when even the smallest encoding
     // (4 bytes per value) would pass the ceiling.
     let n = ctx.txn()?.tr_count_range(db, key, start, end)?;
     if n.saturating_mul(4) > max {
         return Err(CommandError::OutOfRange);
     }
     let txn = ctx.txn()?;
-    let reply = crate::dispatch::run_blocking_if(n > LONG_REPLY_VALUES, || {
-        let Some(vals) = txn.tr_range(db, key, start, end, cap)? else {
-            return Ok(Reply::Array(Vec::new()));
-        };
-        if vals.len() > cap {
+    crate::dispatch::run_blocking_if(n > LONG_REPLY_VALUES, || {
+        // The values are encoded as they stream from the containers: the
+        // reply's bytes are the only allocation, checked as they grow.
+        // Sized for the largest value's encoding: no reallocation (each
+        // one copied the reply so far).
+        let cap = n.saturating_mul(int_reply_len(u64::from(end))).min(max) + 32;
+        let mut buf = Vec::with_capacity(cap as usize);
+        let mut enc = roaringd_resp::ReplyEncoder::new(&mut buf, roaringd_resp::Protocol::Resp2);
+        enc.array_header(n as usize);
+        let (mut seen, mut over) = (0u64, false);
+        txn.tr_range_each(db, key, start, end, |v| {
+            enc.integer(i64::from(v));
+            seen += 1;
+            over = enc.len() as u64 > max;
+            !over && seen <= n
+        })?;
+        if over {
             return Err(CommandError::OutOfRange);
         }
-        let bytes: u64 = vals.iter().map(|&v| int_reply_len(u64::from(v))).sum();
-        if bytes + 16 > max {
-            return Err(CommandError::OutOfRange);
+        if seen != n {
+            // The count and the values come from the same locked key.
+            return Err(CommandError::err("internal error: TR.RANGE count changed"));
         }
-        Ok(int_array(vals.into_iter().map(i64::from)))
-    })?;
-    Ok(reply)
+        Ok(Reply::Encoded(buf))
+    })
 }
 
 /// TR.RANGEBITARRAY key start end → `end − start + 1` characters of 0/1;
