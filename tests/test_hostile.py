@@ -312,3 +312,19 @@ def test_a_client_that_stops_reading_is_closed_past_the_soft_output_limit(roarin
     assert len(got) < 32 << 20
     assert c.call("STRLEN", "big") == 32 << 20
     c.close()
+
+
+def test_deeply_nested_glob_patterns_are_capped_like_redis(pair):
+    """KEYS / SCAN MATCH / SSCAN MATCH with patterns of many `*`: Redis caps
+    the nesting at 1000 (a longer pattern matches nothing); a pattern of
+    200,000 `*a` overflowed roaringd's stack and aborted the process."""
+    key = "a" * 3000
+    pair("SET", key, "1")
+    pair("SADD", "st", key)
+    for n in (999, 1000, 1001, 200000):
+        pat = "*a" * n
+        pair("KEYS", pat)
+        pair("SCAN", "0", "MATCH", pat, "COUNT", "100")
+        pair("SSCAN", "st", "0", "MATCH", pat)
+    pair("KEYS", "*a" * 30000 + "*b")
+    pair("PING")

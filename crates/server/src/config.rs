@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use crate::glob::glob_match;
+use roaringd_store::glob_match_nocase;
 
 /// `appendfsync`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -616,7 +616,7 @@ impl Config {
             if out.iter().any(|(n, _)| *n == name) {
                 continue;
             }
-            if glob_match(pattern, name.as_bytes(), true) {
+            if glob_match_nocase(pattern, name.as_bytes()) {
                 if let Some(v) = self.get(name) {
                     out.push((name, v));
                 }

@@ -18,7 +18,6 @@ pub mod counter;
 pub mod ctx;
 pub mod dispatch;
 pub mod error;
-pub mod glob;
 pub mod info;
 pub mod listener;
 pub mod log;

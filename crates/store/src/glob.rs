@@ -23,8 +23,14 @@ fn glob_match_with(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
         return true;
     }
     let mut skip_longer = false;
-    match_impl(pattern, s, nocase, &mut skip_longer)
+    match_impl(pattern, s, nocase, &mut skip_longer, 0)
 }
+
+/// Nested `*`s a match follows at most (Redis's `stringmatchlen` cap): each
+/// `*` recurses once, so a pattern of 200,000 `*a` overflowed the stack
+/// and aborted the process. Past it the pattern matches nothing, as in
+/// Redis (1,000 `*` match, 1,001 do not).
+const MAX_NESTING: u32 = 1000;
 
 /// The literal bytes every match must start with (up to the first special
 /// character), used to narrow a key scan.
@@ -37,7 +43,10 @@ pub fn literal_prefix(pattern: &[u8]) -> &[u8] {
     &pattern[..end]
 }
 
-fn match_impl(pat: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool) -> bool {
+fn match_impl(pat: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool, nesting: u32) -> bool {
+    if nesting > MAX_NESTING {
+        return false;
+    }
     let fold = |c: u8| if nocase { c.to_ascii_lowercase() } else { c };
     // `at` emulates reading a NUL-terminated C string past the end.
     let at = |i: usize| -> u8 { pat.get(i).copied().unwrap_or(0) };
@@ -53,7 +62,7 @@ fn match_impl(pat: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool) -> boo
                     return true;
                 }
                 while si < s.len() {
-                    if match_impl(&pat[p + 1..], &s[si..], nocase, skip_longer) {
+                    if match_impl(&pat[p + 1..], &s[si..], nocase, skip_longer, nesting + 1) {
                         return true;
                     }
                     if *skip_longer {
@@ -145,6 +154,16 @@ fn match_impl(pat: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool) -> boo
 mod tests {
     use super::glob_match as m;
     use super::literal_prefix;
+
+    #[test]
+    fn nesting_is_capped_as_in_redis() {
+        let key = vec![b'a'; 3000];
+        assert!(m(&b"*a".repeat(1000), &key));
+        assert!(!m(&b"*a".repeat(1001), &key));
+        // Deep enough to overflow the stack without the cap.
+        assert!(!m(&b"*a".repeat(200_000), &key));
+        assert!(!m(&[b"*a".repeat(30_000), b"*b".to_vec()].concat(), &key));
+    }
 
     #[test]
     fn glob_basics() {

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::acl::keys::{key_refs, Access};
 use crate::command_table::{AclCat, CommandTable, Entry, Flag, KeySpec};
-use crate::glob::glob_match;
+use roaringd_store::glob_match;
 
 /// Why a rule was refused; [`RuleError::message`] is Redis's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -389,7 +389,7 @@ impl Selector {
             || self.keys.iter().any(|p| {
                 (!access.read || p.read)
                     && (!access.write || p.write)
-                    && glob_match(&p.pattern, key, false)
+                    && glob_match(&p.pattern, key)
             })
     }
 }

@@ -9,8 +9,8 @@ use crate::command_table::{
 use crate::commands::connection::help;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
-use crate::glob::glob_match;
 use crate::reply::Reply;
+use roaringd_store::glob_match_nocase;
 
 const FLAGS: &[Flag] = &[Flag::Loading, Flag::Stale];
 const ACL: &[AclCat] = &[AclCat::Connection];
@@ -415,7 +415,7 @@ fn list(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
     let keep = |e: &Entry| match &filter {
         Filter::None => true,
         Filter::Module => false,
-        Filter::Pattern(p) => glob_match(p, e.full_name.as_bytes(), true),
+        Filter::Pattern(p) => glob_match_nocase(p, e.full_name.as_bytes()),
         Filter::AclCat(c) => {
             let cats = e.spec.all_acl();
             AclCat::ALL
