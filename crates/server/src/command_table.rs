@@ -40,6 +40,39 @@ pub type Handler = fn(&mut Ctx<'_>, &mut Args<'_>) -> Result<Reply, CommandError
 /// (the handler refuses them at once). See [`CommandSpec::work`].
 pub type WorkFn = fn(&Args<'_>) -> u64;
 
+/// How a row's store transaction treats the keys that the store's
+/// write-back tier keeps dirty (docs/architecture.md, "The write-back
+/// tier"). The eligibility rule of each command lives on its row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TierUse {
+    /// Every dirty key the command locks is written back into its `Txn`
+    /// first (`Store::begin`): the default, for every command that reads
+    /// a key's containers beyond the one the tier edits.
+    Absorb,
+    /// Works on dirty keys in place (`Store::begin_keep_dirty`): single-bit
+    /// edits and reads, and the summary reads (`meta` only), for requests
+    /// of at most `max_argc` arguments (TR.BITCOUNT without a range).
+    KeepDirty {
+        /// The longest request (name included) that qualifies.
+        max_argc: usize,
+    },
+    /// Its first key, a TR.BITOP destination, may stay dirty when the
+    /// command runs alone (`Store::begin_keeping`).
+    KeepDest,
+}
+
+impl TierUse {
+    /// `KeepDirty` for any request length.
+    pub const KEEP_DIRTY: TierUse = TierUse::KeepDirty {
+        max_argc: usize::MAX,
+    };
+
+    /// True when a request of `argc` arguments works on dirty keys in place.
+    pub fn keeps_dirty(self, argc: usize) -> bool {
+        matches!(self, TierUse::KeepDirty { max_argc } if argc <= max_argc)
+    }
+}
+
 /// Extracts the absolute argument indices of the keys of a request whose
 /// key positions depend on its arguments (movable keys). Pushes onto `out`.
 pub type KeysFn = fn(args: &Args<'_>, out: &mut Vec<usize>);
@@ -477,6 +510,8 @@ pub struct CommandSpec {
     /// key, a TR.BITOP of big sources) is judged by its handler, which
     /// sees the data's size.
     pub work: Option<WorkFn>,
+    /// How its `Txn` treats keys the write-back tier keeps dirty.
+    pub tier: TierUse,
 }
 
 /// What every row of one command-family file shares: its ACL categories and
@@ -527,7 +562,14 @@ impl CommandSpec {
             key_flags: None,
             key_specs: &[],
             work: None,
+            tier: TierUse::Absorb,
         }
+    }
+
+    /// Sets how the row's `Txn` treats dirty keys (see [`TierUse`]).
+    pub const fn tier(mut self, tier: TierUse) -> Self {
+        self.tier = tier;
+        self
     }
 
     /// Sets the estimate of a request's work (see [`CommandSpec::work`]).
@@ -866,6 +908,42 @@ impl CommandTable {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn only_single_key_bitmap_reads_and_edits_keep_dirty_keys() {
+        // A row that keeps dirty keys must read nothing but the edited
+        // container and `meta`: the tier's dirty state is not in the LSM
+        // store that a range or a stream scans.
+        let mut keep = Vec::new();
+        let mut dest = Vec::new();
+        for fam in FAMILIES {
+            for spec in *fam {
+                match spec.tier {
+                    TierUse::Absorb => {}
+                    TierUse::KeepDirty { max_argc } => keep.push((spec.name, max_argc)),
+                    TierUse::KeepDest => dest.push(spec.name),
+                }
+            }
+        }
+        keep.sort_unstable();
+        dest.sort_unstable();
+        let any = usize::MAX;
+        assert_eq!(
+            keep,
+            vec![
+                ("tr.bitcount", 2),
+                ("tr.getbit", any),
+                ("tr.max", any),
+                ("tr.min", any),
+                ("tr.setbit", any),
+                ("tr.stat", any)
+            ]
+        );
+        assert_eq!(dest, vec!["tr.bitop", "tr.diff"]);
+        assert!(TierUse::KeepDirty { max_argc: 2 }.keeps_dirty(2));
+        assert!(!TierUse::KeepDirty { max_argc: 2 }.keeps_dirty(4));
+        assert!(!TierUse::KeepDest.keeps_dirty(1));
+    }
 
     fn check_row(spec: &CommandSpec, full: &str) {
         assert!(spec.arity != 0, "{full}: arity 0");

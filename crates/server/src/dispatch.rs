@@ -198,31 +198,6 @@ fn queue(client: &mut Client, entry: &'static Entry, args: &Args<'_>) -> Reply {
     Reply::status("QUEUED")
 }
 
-/// True for the commands that work on bitmap keys kept dirty by the
-/// store's write-back tier without writing them back first: see
-/// `Store::begin_keep_dirty`. `argc` counts the arguments with the
-/// command's name, as arity does.
-///
-/// These are TR.SETBIT and TR.GETBIT (one container, read through the
-/// dirty map) and the summary reads TR.BITCOUNT without a range, TR.MIN,
-/// TR.MAX and TR.STAT (`meta` only, whose dirty copy is exact). A read of
-/// a range scans the LSM store, which holds no dirty state, so a ranged
-/// TR.BITCOUNT is not one of them.
-pub fn keeps_dirty(spec: &crate::command_table::CommandSpec, argc: usize) -> bool {
-    match spec.name {
-        "tr.setbit" | "tr.getbit" | "tr.min" | "tr.max" | "tr.stat" => true,
-        "tr.bitcount" => argc == 2,
-        _ => false,
-    }
-}
-
-/// True for the commands whose first key is a TR.BITOP destination that
-/// may stay dirty when run alone: see `Store::begin_keeping`. In a
-/// pipeline group or MULTI/EXEC they absorb every key, as other writes do.
-pub fn keeps_dest(spec: &crate::command_table::CommandSpec) -> bool {
-    matches!(spec.name, "tr.bitop" | "tr.diff")
-}
-
 /// Estimated microseconds of work (see `CommandSpec::work`) above which a
 /// request runs off the connection workers ([`run_blocking`]): about a
 /// millisecond, well above the thread wake-up that handing the worker
@@ -279,9 +254,9 @@ fn run_in_txn(
     client.key_scratch = idx;
     let mut txn = if spec.has(Flag::Exclusive) {
         server.store.begin_exclusive()
-    } else if keeps_dirty(spec, args.len()) {
+    } else if spec.tier.keeps_dirty(args.len()) {
         server.store.begin_keep_dirty(keys)
-    } else if keeps_dest(spec) && !keys.is_empty() {
+    } else if spec.tier == crate::command_table::TierUse::KeepDest && !keys.is_empty() {
         server.store.begin_keeping(keys, keys[0])
     } else {
         server.store.begin(keys)

@@ -124,7 +124,7 @@ impl Batch {
         let keep_dirty = self
             .cmds
             .iter()
-            .all(|&(e, a, b)| dispatch::keeps_dirty(e.spec, b - a));
+            .all(|&(e, a, b)| e.spec.tier.keeps_dirty(b - a));
         let (cmds, spans, replies) = (&self.cmds, &self.spans, &mut self.replies);
         let long = cmds
             .iter()

@@ -1192,7 +1192,7 @@ impl Txn {
     fn bm_clean(&self, db: u16, key: &[u8], version: u64) -> bool {
         // A stream scans the `Kv`, which lacks a dirty key's edits: a
         // `keep_dirty` transaction never streams a key it did not absorb
-        // (the server's `keeps_dirty` admits point and summary reads only),
+        // (the server's rows marked `TierUse::KeepDirty` are point and summary reads only),
         // nor does TR.BITOP stream the destination it kept dirty.
         debug_assert!(
             (!self.keep_dirty && self.keep_dest.is_none()) || !self.dirty_unabsorbed(db, key),

@@ -9,7 +9,7 @@ use roaringd_bitmap::Bitmap;
 use roaringd_resp::Args;
 use roaringd_store::BitmapSummary;
 
-use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc};
+use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc, TierUse};
 use crate::commands::tr_args::{check_bit_string, check_reply};
 use crate::commands::tr_write::bitmap_of_bit_string;
 use crate::commands::work;
@@ -24,6 +24,7 @@ const WD: &[Flag] = &[Flag::Write, Flag::Denyoom];
 /// Rows of this family.
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("tr.stat", -2, stat)
+        .tier(TierUse::KEEP_DIRTY)
         .flags(&[Flag::Readonly, Flag::Fast])
         .keys(K1)
         .acl(ACL)

@@ -8,7 +8,7 @@
 
 use roaringd_resp::Args;
 
-use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
+use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, TierUse};
 use crate::commands::tr_args::{
     bit_of, check_reply, i64_of, int_reply_len, next_range, next_u32, rest_u32,
 };
@@ -45,7 +45,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         get_bit,
         RF,
         "Returns a bit of a Roaring bitmap.",
-    ),
+    )
+    .tier(TierUse::KEEP_DIRTY),
     row(
         "tr.getbits",
         -3,
@@ -60,7 +61,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         bit_count,
         R,
         "Counts the set bits of a Roaring bitmap, optionally in an offset range.",
-    ),
+    )
+    .tier(TierUse::KeepDirty { max_argc: 2 }),
     row(
         "tr.bitpos",
         -3,
@@ -90,8 +92,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Renders an offset range as a 0/1 string.",
     )
     .work(work::range_bits),
-    row("tr.min", 2, min, RF, "Returns the smallest set bit, or -1."),
-    row("tr.max", 2, max, RF, "Returns the largest set bit, or -1."),
+    row("tr.min", 2, min, RF, "Returns the smallest set bit, or -1.").tier(TierUse::KEEP_DIRTY),
+    row("tr.max", 2, max, RF, "Returns the largest set bit, or -1.").tier(TierUse::KEEP_DIRTY),
     row(
         "tr.rank",
         3,

@@ -7,7 +7,7 @@
 use roaringd_resp::Args;
 use roaringd_store::bitmaps::BitOp;
 
-use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc};
+use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc, TierUse};
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
@@ -17,6 +17,7 @@ const ACL: &[AclCat] = &[AclCat::Bitmap];
 /// Rows of this family.
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("tr.bitop", -4, bit_op)
+        .tier(TierUse::KeepDest)
         .flags(&[Flag::Write, Flag::Denyoom])
         .keys(KeySpec::Movable(bitop_keys))
         .acl(ACL)
@@ -61,6 +62,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         )
         .key_flags(&["RO", "access"]),
     CommandSpec::new("tr.diff", 4, diff)
+        .tier(TierUse::KeepDest)
         .flags(&[Flag::Write, Flag::Denyoom])
         .keys(KeySpec::range(1, 3, 1))
         .acl(ACL)

@@ -8,7 +8,7 @@ use roaringd_bitmap::{Bitmap, ContainerBuf};
 use roaringd_resp::Args;
 use roaringd_store::bitmaps::RangeOp;
 
-use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};
+use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, TierUse};
 use crate::commands::tr_args::{bit_of, check_bit_string, i64_of, next_range, next_u32, rest_u32};
 use crate::commands::work;
 use crate::ctx::Ctx;
@@ -44,6 +44,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         WDF,
         "Sets a bit of a Roaring bitmap and returns its previous value.",
     )
+    .tier(TierUse::KEEP_DIRTY)
     .key_flags(&["RW", "access", "update"]),
     row(
         "tr.setbits",
