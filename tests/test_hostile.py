@@ -293,6 +293,20 @@ def test_long_commands_run_off_the_worker_with_correct_replies(hostile_server):
     r = c.call("TR.RANGEBITARRAY", "big", "0", "3999999")
     assert len(r) == 4000000 and r.count(b"1") == 20000 and r[:7] == b"1001001"
     assert c.call("SCARD", "s") == 3
+    # whole-collection reads judged by the data they read
+    assert c.call("SADD", "bigset", *[str(i) for i in range(30000)]) == 30000
+    assert c.call("HSET", "bighash", *[x for i in range(30000) for x in (f"f{i}", str(i))]) == 30000
+    assert len(c.call("SMEMBERS", "bigset")) == 30000
+    assert len(c.call("HGETALL", "bighash")) == 60000
+    assert len(c.call("HKEYS", "bighash")) == 30000
+    assert len(c.call("SUNION", "bigset", "s")) == 30003
+    assert c.call("SINTERSTORE", "inter", "bigset", "bigset") == 30000
+    cur, page = c.call("SSCAN", "bigset", "0", "COUNT", "100000")
+    assert cur == b"0" and len(page) == 30000
+    assert c.call("MSET", *[x for i in range(3000) for x in (f"key{i}", "v")]) == Status(b"OK")
+    assert len(c.call("KEYS", "key*")) == 3000
+    cur, page = c.call("SCAN", "0", "MATCH", "key*", "COUNT", "100000")
+    assert cur == b"0" and len(page) == 3000
     c.close()
 
 

@@ -73,6 +73,12 @@ impl TierUse {
     }
 }
 
+/// Estimates, from the data a request names (read through its `Txn`,
+/// which holds the keys' locks), the microseconds of work it asks for:
+/// the entries of a whole-collection read, the keys of a KEYS. See
+/// [`CommandSpec::data_work`].
+pub type DataWorkFn = fn(&mut roaringd_store::Txn, u16, &Args<'_>) -> u64;
+
 /// Extracts the absolute argument indices of the keys of a request whose
 /// key positions depend on its arguments (movable keys). Pushes onto `out`.
 pub type KeysFn = fn(args: &Args<'_>, out: &mut Vec<usize>);
@@ -512,6 +518,11 @@ pub struct CommandSpec {
     pub work: Option<WorkFn>,
     /// How its `Txn` treats keys the write-back tier keeps dirty.
     pub tier: TierUse,
+    /// The work a request asks for by the size of the data it reads (a
+    /// SMEMBERS of a million members); `None`: bounded by its arguments.
+    /// Checked once the `Txn` is open; past
+    /// [`crate::dispatch::LONG_WORK_US`] the handler runs off the worker.
+    pub data_work: Option<DataWorkFn>,
 }
 
 /// What every row of one command-family file shares: its ACL categories and
@@ -563,7 +574,15 @@ impl CommandSpec {
             key_specs: &[],
             work: None,
             tier: TierUse::Absorb,
+            data_work: None,
         }
+    }
+
+    /// Sets the estimate of a request's work from its data (see
+    /// [`CommandSpec::data_work`]).
+    pub const fn data_work(mut self, f: DataWorkFn) -> Self {
+        self.data_work = Some(f);
+        self
     }
 
     /// Sets how the row's `Txn` treats dirty keys (see [`TierUse`]).

@@ -261,7 +261,10 @@ fn run_in_txn(
     } else {
         server.store.begin(keys)
     };
-    let reply = call(server, client, entry, args, Some(&mut txn))?;
+    let long = spec
+        .data_work
+        .is_some_and(|f| f(&mut txn, db, &args) > LONG_WORK_US);
+    let reply = run_blocking_if(long, || call(server, client, entry, args, Some(&mut txn)))?;
     commit(server, client, txn, spec.has(Flag::Write))?;
     Ok(reply)
 }

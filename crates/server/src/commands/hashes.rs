@@ -48,7 +48,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         .key_flags(&["RO", "access"]),
     row("hmget", -3, hmget, RF, "Returns the values of all fields in a hash.", "2.0.0").work(work::per_element)
         .key_flags(&["RO", "access"]),
-    row("hgetall", 2, hgetall, R, "Returns all fields and values in a hash.", "2.0.0")
+    row("hgetall", 2, hgetall, R, "Returns all fields and values in a hash.", "2.0.0").data_work(work::first_key_entries)
         .key_flags(&["RO", "access"]),
     row("hdel", -3, hdel, WF, "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", "2.0.0").work(work::per_element)
         .key_flags(&["RW", "delete"]),
@@ -56,9 +56,9 @@ pub const COMMANDS: &[CommandSpec] = &[
         .key_flags(&["RO"]),
     row("hlen", 2, hlen, RF, "Returns the number of fields in a hash.", "2.0.0")
         .key_flags(&["RO"]),
-    row("hkeys", 2, hkeys, R, "Returns all fields in a hash.", "2.0.0")
+    row("hkeys", 2, hkeys, R, "Returns all fields in a hash.", "2.0.0").data_work(work::first_key_entries)
         .key_flags(&["RO", "access"]),
-    row("hvals", 2, hvals, R, "Returns all values in a hash.", "2.0.0")
+    row("hvals", 2, hvals, R, "Returns all values in a hash.", "2.0.0").data_work(work::first_key_entries)
         .key_flags(&["RO", "access"]),
     row("hincrby", 4, hincrby, WDF, "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", "2.0.0")
         .key_flags(&["RW", "access", "update"]),
@@ -66,7 +66,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         .key_flags(&["RW", "access", "update"]),
     row("hstrlen", 3, hstrlen, RF, "Returns the length of the value of a field.", "3.2.0")
         .key_flags(&["RO"]),
-    row("hscan", -3, hscan, R, "Iterates over fields and values of a hash.", "2.8.0")
+    row("hscan", -3, hscan, R, "Iterates over fields and values of a hash.", "2.8.0").work(work::count_option)
         .key_flags(&["RO", "access"]),
     row("hrandfield", -2, hrandfield, R, "Returns one or more random fields from a hash.", "6.2.0")
         .key_flags(&["RO", "access"]),

@@ -68,9 +68,9 @@ pub const COMMANDS: &[CommandSpec] = &[
             KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1),
             KeySpecDoc::range(&["OW", "insert"], 2, 0, 1),
         ]),
-    FAMILY.row("keys", 2, keys, R, KeySpec::None, "Returns all key names that match a pattern.", "1.0.0")
+    FAMILY.row("keys", 2, keys, R, KeySpec::None, "Returns all key names that match a pattern.", "1.0.0").data_work(work::db_keys)
         .acl(&[AclCat::Keyspace, AclCat::Dangerous]),
-    FAMILY.row("scan", -2, scan, R, KeySpec::None, "Iterates over the key names in the database.", "2.8.0"),
+    FAMILY.row("scan", -2, scan, R, KeySpec::None, "Iterates over the key names in the database.", "2.8.0").work(work::count_option),
     FAMILY.row("randomkey", 1, randomkey, R, KeySpec::None, "Returns a random key name from the database.", "1.0.0"),
     CommandSpec::new("object", -2, container)
         .subcommands(OBJECT)

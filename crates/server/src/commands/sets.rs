@@ -40,9 +40,9 @@ pub const COMMANDS: &[CommandSpec] = &[
         .key_flags(&["RO", "access"]),
     FAMILY.row("scard", 2, scard, RF, K1, "Returns the number of members in a set.", "1.0.0")
         .key_flags(&["RO"]),
-    FAMILY.row("smembers", 2, smembers, R, K1, "Returns all members of a set.", "1.0.0")
+    FAMILY.row("smembers", 2, smembers, R, K1, "Returns all members of a set.", "1.0.0").data_work(work::first_key_entries)
         .key_flags(&["RO", "access"]),
-    FAMILY.row("sscan", -3, sscan, R, K1, "Iterates over members of a set.", "2.8.0")
+    FAMILY.row("sscan", -3, sscan, R, K1, "Iterates over members of a set.", "2.8.0").work(work::count_option)
         .key_flags(&["RO", "access"]),
     FAMILY.row("spop", -2, spop, WF, K1, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", "1.0.0")
         .key_flags(&["RW", "access", "delete"]),
@@ -53,23 +53,23 @@ pub const COMMANDS: &[CommandSpec] = &[
             KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1),
             KeySpecDoc::range(&["RW", "insert"], 2, 0, 1),
         ]),
-    FAMILY.row("sinter", -2, sinter, R, KALL, "Returns the intersect of multiple sets.", "1.0.0")
+    FAMILY.row("sinter", -2, sinter, R, KALL, "Returns the intersect of multiple sets.", "1.0.0").data_work(work::first_key_entries)
         .key_flags(&["RO", "access"]),
-    FAMILY.row("sinterstore", -3, sinterstore, WD, KALL, "Stores the intersect of multiple sets in a key.", "1.0.0")
+    FAMILY.row("sinterstore", -3, sinterstore, WD, KALL, "Stores the intersect of multiple sets in a key.", "1.0.0").data_work(work::first_key_entries)
         .key_specs(&[
             KeySpecDoc::range(&["RW", "update"], 1, 0, 1),
             KeySpecDoc::range(&["RO", "access"], 2, -1, 1),
         ]),
-    FAMILY.row("sunion", -2, sunion, R, KALL, "Returns the union of multiple sets.", "1.0.0")
+    FAMILY.row("sunion", -2, sunion, R, KALL, "Returns the union of multiple sets.", "1.0.0").data_work(work::first_key_entries)
         .key_flags(&["RO", "access"]),
-    FAMILY.row("sunionstore", -3, sunionstore, WD, KALL, "Stores the union of multiple sets in a key.", "1.0.0")
+    FAMILY.row("sunionstore", -3, sunionstore, WD, KALL, "Stores the union of multiple sets in a key.", "1.0.0").data_work(work::first_key_entries)
         .key_specs(&[
             KeySpecDoc::range(&["OW", "update"], 1, 0, 1),
             KeySpecDoc::range(&["RO", "access"], 2, -1, 1),
         ]),
-    FAMILY.row("sdiff", -2, sdiff, R, KALL, "Returns the difference of multiple sets.", "1.0.0")
+    FAMILY.row("sdiff", -2, sdiff, R, KALL, "Returns the difference of multiple sets.", "1.0.0").data_work(work::first_key_entries)
         .key_flags(&["RO", "access"]),
-    FAMILY.row("sdiffstore", -3, sdiffstore, WD, KALL, "Stores the difference of multiple sets in a key.", "1.0.0")
+    FAMILY.row("sdiffstore", -3, sdiffstore, WD, KALL, "Stores the difference of multiple sets in a key.", "1.0.0").data_work(work::first_key_entries)
         .key_specs(&[
             KeySpecDoc::range(&["OW", "update"], 1, 0, 1),
             KeySpecDoc::range(&["RO", "access"], 2, -1, 1),

@@ -57,6 +57,35 @@ pub fn range_bits(args: &Args<'_>) -> u64 {
     }
 }
 
+/// The `COUNT` option's value (SCAN, SSCAN, HSCAN), [`ELEMENT_US`] each; 0
+/// without one.
+pub fn count_option(args: &Args<'_>) -> u64 {
+    (1..args.len())
+        .find(|&i| {
+            args.get(i)
+                .is_some_and(|a| a.eq_ignore_ascii_case(b"count"))
+        })
+        .and_then(|i| args.get(i + 1))
+        .and_then(roaringd_resp::args::parse_u64)
+        .unwrap_or(0)
+        .saturating_mul(ELEMENT_US)
+}
+
+/// The entries (members, fields, containers) of the first key,
+/// [`ELEMENT_US`] each: a whole-collection read. Unreadable: 0 (the
+/// handler reports the error).
+pub fn first_key_entries(txn: &mut roaringd_store::Txn, db: u16, args: &Args<'_>) -> u64 {
+    args.get(1)
+        .and_then(|k| txn.meta(db, k).ok().flatten())
+        .map_or(0, |m| m.data_entries())
+        .saturating_mul(ELEMENT_US)
+}
+
+/// The keys of the database, [`ELEMENT_US`] each (KEYS walks them all).
+pub fn db_keys(txn: &mut roaringd_store::Txn, db: u16, _args: &Args<'_>) -> u64 {
+    txn.dbsize(db).unwrap_or(0).saturating_mul(ELEMENT_US)
+}
+
 /// The bytes of the last argument (a bit string, a serialized bitmap), at
 /// [`BYTES_PER_US`].
 pub fn last_arg_bytes(args: &Args<'_>) -> u64 {
@@ -103,6 +132,10 @@ mod tests {
             3 * OFFSET_US
         );
         assert_eq!(with_args(&[b"del", b"a", b"b"], per_element), 2);
+        assert_eq!(with_args(&[b"scan", b"0", b"COUNT", b"5000"], count_option), 5000 * ELEMENT_US);
+        assert_eq!(with_args(&[b"sscan", b"s", b"0", b"count", b"7"], count_option), 7);
+        assert_eq!(with_args(&[b"scan", b"0", b"COUNT"], count_option), 0);
+        assert_eq!(with_args(&[b"scan", b"0"], count_option), 0);
         assert_eq!(
             with_args(&[b"tr.setbitarray", b"k", &[b'1'; 5000]], last_arg_bytes),
             5
