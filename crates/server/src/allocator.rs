@@ -1,26 +1,25 @@
 //! Handing freed memory back to the OS.
 //!
-//! With mimalloc (the `mimalloc` feature, the binary's default), memory a
-//! thread frees stays with that thread's heap, and freed segments wait in
-//! the allocator's arenas for a purge that runs only when some thread
-//! allocates or collects. A server that goes quiet after a burst (200
-//! clients that each buffered a 10 MiB request, then left) would keep that
-//! memory resident for good. So every runtime worker collects its heap
-//! when it goes idle, at most once per [`IDLE_COLLECT_EVERY`]
-//! ([`collect_when_idle`], hooked on the runtime's thread park), and
-//! `MEMORY PURGE` collects at once ([`collect`]). Without mimalloc both
-//! do nothing: the system allocator trims on its own.
+//! With mimalloc (the `mimalloc` feature, the binary's default), freed
+//! segments wait in the allocator's arenas for a purge that runs only when
+//! some thread allocates or collects. A server that goes quiet after a
+//! burst (100 clients that each buffered 9 MiB of a request, then left)
+//! kept 835 MB resident for good. So a thread of its own (`roaringd-mem`,
+//! [`start_collector`]) collects once per [`COLLECT_EVERY`], and
+//! `MEMORY PURGE` collects at once ([`collect`]). Collecting on the
+//! runtime's workers when they park was tried first: a forced collection
+//! after hundreds of MB were freed held the worker for up to 150 ms, which
+//! a client's PING then waited for. Without mimalloc both do nothing: the
+//! system allocator trims on its own.
 
-use std::cell::Cell;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// The least time between two idle collections of one thread.
-pub const IDLE_COLLECT_EVERY: Duration = Duration::from_secs(1);
+/// How often the collector thread collects.
+pub const COLLECT_EVERY: Duration = Duration::from_secs(1);
 
 /// Frees what the calling thread's heap holds unused and purges the
-/// allocator's freed segments back to the OS. Takes well under a
-/// millisecond when little is held; meant for idle moments and
-/// `MEMORY PURGE`, not for the command path.
+/// allocator's freed segments (of every thread) back to the OS. Meant for
+/// the collector thread and `MEMORY PURGE`, not for the command path.
 pub fn collect() {
     #[cfg(feature = "mimalloc")]
     // SAFETY: mi_collect only walks the calling thread's heap and the
@@ -30,23 +29,18 @@ pub fn collect() {
     }
 }
 
-thread_local! {
-    static LAST_COLLECT: Cell<Option<Instant>> = const { Cell::new(None) };
-}
-
-/// [`collect`] unless this thread collected in the last
-/// [`IDLE_COLLECT_EVERY`]: for the runtime's `on_thread_park` hook, which
-/// runs whenever a worker runs out of work.
-pub fn collect_when_idle() {
-    let now = Instant::now();
-    let due = LAST_COLLECT.with(|last| match last.get() {
-        Some(t) if now.duration_since(t) < IDLE_COLLECT_EVERY => false,
-        _ => {
-            last.set(Some(now));
-            true
+/// Starts the collector thread, once per process (later calls do nothing).
+pub fn start_collector() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("roaringd-mem".into())
+            .spawn(|| loop {
+                std::thread::sleep(COLLECT_EVERY);
+                collect();
+            });
+        if let Err(e) = spawned {
+            crate::warning!("Can't start the memory collector thread: {e}");
         }
     });
-    if due {
-        collect();
-    }
 }

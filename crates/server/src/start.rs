@@ -98,9 +98,9 @@ pub fn main_with_args(args: &[String]) -> i32 {
         config.io_threads,
         std::thread::available_parallelism().map_or(2, |n| n.get()),
     );
+    crate::allocator::start_collector();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
-        .on_thread_park(crate::allocator::collect_when_idle)
         .enable_all()
         .build()
     {

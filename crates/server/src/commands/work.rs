@@ -132,8 +132,14 @@ mod tests {
             3 * OFFSET_US
         );
         assert_eq!(with_args(&[b"del", b"a", b"b"], per_element), 2);
-        assert_eq!(with_args(&[b"scan", b"0", b"COUNT", b"5000"], count_option), 5000 * ELEMENT_US);
-        assert_eq!(with_args(&[b"sscan", b"s", b"0", b"count", b"7"], count_option), 7);
+        assert_eq!(
+            with_args(&[b"scan", b"0", b"COUNT", b"5000"], count_option),
+            5000 * ELEMENT_US
+        );
+        assert_eq!(
+            with_args(&[b"sscan", b"s", b"0", b"count", b"7"], count_option),
+            7
+        );
         assert_eq!(with_args(&[b"scan", b"0", b"COUNT"], count_option), 0);
         assert_eq!(with_args(&[b"scan", b"0"], count_option), 0);
         assert_eq!(
