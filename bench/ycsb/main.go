@@ -75,6 +75,17 @@ type recorder struct {
 	stopping atomic.Bool
 	lastOK   atomic.Int64 // unix nanos of the last successful reply
 	gaveUp   atomic.Bool
+	noReply  atomic.Bool // gave up because nothing succeeded any more
+}
+
+// loadEnd: when a load ended; the last successful reply when it gave up
+// for want of replies (the server died), so that the rate covers the time
+// the server was answering.
+func (r *recorder) loadEnd(end time.Time) time.Time {
+	if r.noReply.Load() {
+		return time.Unix(0, r.lastOK.Load())
+	}
+	return end
 }
 
 // watchdog cancels the run when no operation has succeeded for `after`
@@ -83,8 +94,11 @@ type recorder struct {
 //
 // With maxErrors > 0 it also stops the run once that many operations have
 // failed (a server refusing writes at its memory limit).
-func (r *recorder) watchdog(ctx context.Context, cancel func(), after time.Duration, maxErrors int64) {
-	r.lastOK.Store(time.Now().UnixNano())
+//
+// With limit > 0 it stops the run after that long (a load that crawls).
+func (r *recorder) watchdog(ctx context.Context, cancel func(), after time.Duration, maxErrors int64, limit time.Duration) {
+	begin := time.Now()
+	r.lastOK.Store(begin.UnixNano())
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -92,6 +106,13 @@ func (r *recorder) watchdog(ctx context.Context, cancel func(), after time.Durat
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			if limit > 0 && now.Sub(begin) > limit {
+				fmt.Fprintf(os.Stderr, "time limit of %s reached: giving up\n", limit)
+				r.gaveUp.Store(true)
+				r.stopping.Store(true)
+				cancel()
+				return
+			}
 			if maxErrors > 0 && r.errors.Load() >= maxErrors {
 				fmt.Fprintf(os.Stderr, "%d operations failed: giving up\n", r.errors.Load())
 				r.gaveUp.Store(true)
@@ -101,6 +122,7 @@ func (r *recorder) watchdog(ctx context.Context, cancel func(), after time.Durat
 			}
 			if after > 0 && now.Sub(time.Unix(0, r.lastOK.Load())) > after {
 				fmt.Fprintf(os.Stderr, "no successful reply for %s: giving up\n", after)
+				r.noReply.Store(true)
 				r.gaveUp.Store(true)
 				r.stopping.Store(true)
 				cancel()
@@ -373,6 +395,7 @@ type common struct {
 	progress float64
 	giveUp   float64
 	maxErrs  int64
+	maxTime  float64
 	label    string
 	out      string
 }
@@ -385,6 +408,7 @@ func commonFlags(fs *flag.FlagSet, c *common) {
 	fs.Float64Var(&c.progress, "progress", 2, "seconds between progress lines on stderr (0: none)")
 	fs.Float64Var(&c.giveUp, "give-up", 10, "stop when no operation has succeeded for this many seconds (0: never)")
 	fs.Int64Var(&c.maxErrs, "max-errors", 0, "stop once this many operations have failed (0: never)")
+	fs.Float64Var(&c.maxTime, "time-limit", 0, "stop after this many seconds in all (0: no limit; loads)")
 	fs.StringVar(&c.label, "label", "", "label for progress lines and the result")
 	fs.StringVar(&c.out, "out", "", "write the JSON result to this file instead of stdout")
 }
@@ -482,7 +506,8 @@ func ycsbMain(mode string, args []string) {
 		total = *records
 	}
 	go rec.progress(pctx, label, total, time.Duration(c.progress*float64(time.Second)))
-	go rec.watchdog(pctx, cancel, time.Duration(c.giveUp*float64(time.Second)), c.maxErrs)
+	go rec.watchdog(pctx, cancel, time.Duration(c.giveUp*float64(time.Second)), c.maxErrs,
+		time.Duration(c.maxTime*float64(time.Second)))
 
 	start := time.Now()
 	rec.from = start
@@ -499,7 +524,7 @@ func ycsbMain(mode string, args []string) {
 	end := time.Now()
 	pcancel()
 	cancel()
-	window := end.Sub(start).Seconds()
+	window := rec.loadEnd(end).Sub(start).Seconds()
 	if doTx {
 		window = rec.until.Sub(rec.from).Seconds()
 		if end.Before(rec.until) {
@@ -575,7 +600,8 @@ func bitmapLoad(args []string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go rec.progress(pctx, c.label, *keys, time.Duration(c.progress*float64(time.Second)))
-	go rec.watchdog(pctx, cancel, time.Duration(c.giveUp*float64(time.Second)), c.maxErrs)
+	go rec.watchdog(pctx, cancel, time.Duration(c.giveUp*float64(time.Second)), c.maxErrs,
+		time.Duration(c.maxTime*float64(time.Second)))
 	var next atomic.Int64
 	var bits atomic.Int64
 	var wg sync.WaitGroup
@@ -624,7 +650,7 @@ func bitmapLoad(args []string) {
 	}
 	wg.Wait()
 	pcancel()
-	window := time.Since(start).Seconds()
+	window := rec.loadEnd(time.Now()).Sub(start).Seconds()
 	tot, ops := rec.result(window)
 	emit(&c, &result{Mode: "bitmap-load", Label: c.label, Addr: c.addr, Threads: c.threads, WindowS: window,
 		Total: tot, Ops: ops, Extra: map[string]any{"keys": *keys, "bits": bits.Load(), "native": *native,
@@ -678,7 +704,8 @@ func bitmapRun(args []string) {
 	defer cancel()
 	pctx, pcancel := context.WithCancel(bg)
 	go rec.progress(pctx, c.label, 0, time.Duration(c.progress*float64(time.Second)))
-	go rec.watchdog(pctx, cancel, time.Duration(c.giveUp*float64(time.Second)), c.maxErrs)
+	go rec.watchdog(pctx, cancel, time.Duration(c.giveUp*float64(time.Second)), c.maxErrs,
+		time.Duration(c.maxTime*float64(time.Second)))
 	var wg sync.WaitGroup
 	var ones atomic.Int64
 	for t := 0; t < c.threads; t++ {
