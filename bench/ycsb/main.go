@@ -641,9 +641,19 @@ func bitmapLoad(args []string) {
 					pipe.Do(ctx, a...)
 				}
 				t0 := time.Now()
-				cmds, _ := pipe.Exec(ctx)
+				cmds, perr := pipe.Exec(ctx)
 				for _, cmd := range cmds {
-					rec.record(th, "LOAD", t0, cmd.Err())
+					err := cmd.Err()
+					// go-redis v9.0.0-rc.1 leaves the commands of a pipeline
+					// that never got a connection (server gone, context
+					// cancelled) without an error: only a reply read counts.
+					if c, ok := cmd.(*goredis.Cmd); ok && err == nil && c.Val() == nil {
+						err = perr
+						if err == nil {
+							err = errors.New("no reply")
+						}
+					}
+					rec.record(th, "LOAD", t0, err)
 				}
 			}
 		}()
