@@ -9,6 +9,8 @@ pub mod command;
 pub mod frame;
 
 pub mod args;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 pub mod reply;
 pub mod request;
 

@@ -18,6 +18,8 @@ pub mod counter;
 pub mod ctx;
 pub mod dispatch;
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 pub mod info;
 pub mod listener;
 pub mod log;
