@@ -52,7 +52,7 @@ pub fn range_containers(args: &Args<'_>) -> u64 {
 pub fn range_bits(args: &Args<'_>) -> u64 {
     let bound = |i| args.get(i).and_then(roaringd_resp::args::parse_u64);
     match (bound(2), bound(3)) {
-        (Some(s), Some(e)) if s <= e => (e - s + 1) / BYTES_PER_US,
+        (Some(s), Some(e)) if s <= e => (e - s).saturating_add(1) / BYTES_PER_US,
         _ => 0,
     }
 }
@@ -123,6 +123,14 @@ mod tests {
         assert_eq!(
             with_args(&[b"tr.rangebitarray", b"k", b"0", b"9999999"], range_bits),
             10_000
+        );
+        // Found by the dispatch fuzz target: 0..u64::MAX overflowed `+ 1`.
+        assert_eq!(
+            with_args(
+                &[b"tr.rangebitarray", b"k", b"0", b"18446744073709551615"],
+                range_bits
+            ),
+            u64::MAX / BYTES_PER_US
         );
         assert_eq!(
             with_args(
