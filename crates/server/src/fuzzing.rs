@@ -736,6 +736,25 @@ mod tests {
         assert!(allowed(&words(&["TR.SETRANGE", "k", "0", "1e9"])));
     }
 
+    /// Inputs the fuzz target once crashed on; each must now run clean.
+    #[test]
+    fn fuzz_findings_stay_fixed() {
+        // TR.RANGEBITARRAY's work estimate (`work::range_bits`) computed
+        // `end - start + 1` in u64: `0 18446744073709551615` overflowed
+        // (a panic outside the handler, in builds with overflow checks).
+        fuzz_dispatch(&[
+            0xff, 0x64, 0xc3, 0xc3, 0xc3, 0xc3, 0xcb, 0xc3, 0xc3, 0xc3, 0x74, 0x08,
+        ]);
+        let mut h = Harness::new();
+        let req = words(&["TR.RANGEBITARRAY", "tr", "0", "18446744073709551615"]);
+        assert_eq!(
+            h.read(&[req], false),
+            [Frame::error(
+                "ERR bad arguments, must be unsigned 32-bit integer"
+            )]
+        );
+    }
+
     #[test]
     fn seeded_keys_have_every_type() {
         let mut h = Harness::new();

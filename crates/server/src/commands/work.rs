@@ -48,11 +48,12 @@ pub fn range_containers(args: &Args<'_>) -> u64 {
 }
 
 /// The bit count `[args[2], args[3]]` asks TR.RANGEBITARRAY to write, one
-/// byte each, at [`BYTES_PER_US`].
+/// byte each, at [`BYTES_PER_US`]. Bounds past `u32::MAX` (which the
+/// handler refuses) saturate rather than overflow.
 pub fn range_bits(args: &Args<'_>) -> u64 {
     let bound = |i| args.get(i).and_then(roaringd_resp::args::parse_u64);
     match (bound(2), bound(3)) {
-        (Some(s), Some(e)) if s <= e => (e - s + 1) / BYTES_PER_US,
+        (Some(s), Some(e)) if s <= e => (e - s).saturating_add(1) / BYTES_PER_US,
         _ => 0,
     }
 }
@@ -103,6 +104,14 @@ mod tests {
             3 * OFFSET_US
         );
         assert_eq!(with_args(&[b"del", b"a", b"b"], per_element), 2);
+        // Found by the `dispatch` fuzz target: `end - start + 1` overflowed.
+        assert_eq!(
+            with_args(
+                &[b"tr.rangebitarray", b"k", b"0", b"18446744073709551615"],
+                range_bits
+            ),
+            u64::MAX / BYTES_PER_US
+        );
         assert_eq!(
             with_args(&[b"tr.setbitarray", b"k", &[b'1'; 5000]], last_arg_bytes),
             5
