@@ -48,7 +48,8 @@ pub fn range_containers(args: &Args<'_>) -> u64 {
 }
 
 /// The bit count `[args[2], args[3]]` asks TR.RANGEBITARRAY to write, one
-/// byte each, at [`BYTES_PER_US`].
+/// byte each, at [`BYTES_PER_US`]. Bounds past `u32::MAX` (which the
+/// handler refuses) saturate rather than overflow.
 pub fn range_bits(args: &Args<'_>) -> u64 {
     let bound = |i| args.get(i).and_then(roaringd_resp::args::parse_u64);
     match (bound(2), bound(3)) {
@@ -140,6 +141,14 @@ mod tests {
             3 * OFFSET_US
         );
         assert_eq!(with_args(&[b"del", b"a", b"b"], per_element), 2);
+        // Found by the `dispatch` fuzz target: `end - start + 1` overflowed.
+        assert_eq!(
+            with_args(
+                &[b"tr.rangebitarray", b"k", b"0", b"18446744073709551615"],
+                range_bits
+            ),
+            u64::MAX / BYTES_PER_US
+        );
         assert_eq!(
             with_args(&[b"scan", b"0", b"COUNT", b"5000"], count_option),
             5000 * ELEMENT_US
