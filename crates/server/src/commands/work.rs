@@ -141,14 +141,6 @@ mod tests {
             3 * OFFSET_US
         );
         assert_eq!(with_args(&[b"del", b"a", b"b"], per_element), 2);
-        // Found by the `dispatch` fuzz target: `end - start + 1` overflowed.
-        assert_eq!(
-            with_args(
-                &[b"tr.rangebitarray", b"k", b"0", b"18446744073709551615"],
-                range_bits
-            ),
-            u64::MAX / BYTES_PER_US
-        );
         assert_eq!(
             with_args(&[b"scan", b"0", b"COUNT", b"5000"], count_option),
             5000 * ELEMENT_US
