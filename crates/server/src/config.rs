@@ -91,8 +91,13 @@ pub struct Config {
     pub timeout: u64,
     /// `hz`: background cycles per second (10).
     pub hz: u64,
-    /// `maxmemory` in bytes (0 = no limit); also sizes the store's cache.
+    /// `maxmemory` in bytes: the bound of the whole process (0 = half of
+    /// the machine's or the memory cgroup's memory; see `memory.rs`).
     pub maxmemory: u64,
+    /// `maxmemory-policy`, a Redis policy name (`memory::policy`).
+    pub maxmemory_policy: String,
+    /// `maxmemory-samples`: keys sampled per eviction (5).
+    pub maxmemory_samples: u64,
     /// `cache-bytes`: the store's block cache (64 MiB).
     pub cache_bytes: u64,
     /// `container-cache-bytes`: the in-process cache of hot bitmap
@@ -272,6 +277,8 @@ impl Default for Config {
             timeout: 0,
             hz: 10,
             maxmemory: 0,
+            maxmemory_policy: "allkeys-lru".into(),
+            maxmemory_samples: 5,
             cache_bytes: 64 * 1024 * 1024,
             container_cache_bytes: roaringd_store::container_cache::DEFAULT_BYTES,
             write_back_bytes: roaringd_store::dirty::DEFAULT_BUDGET,
@@ -325,6 +332,8 @@ pub const NAMES: &[&str] = &[
     "timeout",
     "hz",
     "maxmemory",
+    "maxmemory-policy",
+    "maxmemory-samples",
     "cache-bytes",
     "container-cache-bytes",
     "write-back-bytes",
@@ -494,6 +503,20 @@ impl Config {
                 self.hz = n.clamp(1, 500);
             }
             "maxmemory" => self.maxmemory = memory(one()?)?,
+            "maxmemory-policy" => {
+                let v = one()?.to_ascii_lowercase();
+                if crate::memory::policy(&v).is_none() {
+                    return Err(SetError::Invalid("argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-lfu, allkeys-lfu, volatile-random, allkeys-random, volatile-ttl, noeviction".into()));
+                }
+                self.maxmemory_policy = v;
+            }
+            "maxmemory-samples" => {
+                let n: u64 = number(one()?)?;
+                if !(1..=64).contains(&n) {
+                    return Err(SetError::Invalid("argument must be between 1 and 64 inclusive".into()));
+                }
+                self.maxmemory_samples = n;
+            }
             "cache-bytes" => self.cache_bytes = memory(one()?)?,
             "container-cache-bytes" => self.container_cache_bytes = memory(one()?)?,
             "write-back-bytes" => self.write_back_bytes = memory(one()?)?,
@@ -582,6 +605,8 @@ impl Config {
             "timeout" => self.timeout.to_string(),
             "hz" => self.hz.to_string(),
             "maxmemory" => self.maxmemory.to_string(),
+            "maxmemory-policy" => self.maxmemory_policy.clone(),
+            "maxmemory-samples" => self.maxmemory_samples.to_string(),
             "cache-bytes" => self.cache_bytes.to_string(),
             "container-cache-bytes" => self.container_cache_bytes.to_string(),
             "write-back-bytes" => self.write_back_bytes.to_string(),
@@ -794,7 +819,16 @@ mod tests {
         let mut out = Vec::new();
         c.matching(b"max*", &mut out);
         let names: Vec<_> = out.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, vec!["maxclients", "maxmemory", "max-reply-bytes"]);
+        assert_eq!(
+            names,
+            vec![
+                "maxclients",
+                "maxmemory",
+                "maxmemory-policy",
+                "maxmemory-samples",
+                "max-reply-bytes"
+            ]
+        );
         assert_eq!(parse_memory("1gb"), Some(1 << 30));
     }
 }

@@ -75,7 +75,9 @@ fn human(bytes: u64) -> String {
     }
 }
 
-fn rss_bytes() -> u64 {
+/// The process's resident set size in bytes (0 when unknown).
+#[must_use]
+pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
@@ -131,14 +133,41 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
         }
         "memory" => {
             let rss = rss_bytes();
+            let max = server.memory.maxmemory.load(Ordering::Relaxed);
             let _ = write!(
                 o,
-                "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_peak_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\nmem_allocator:libc\r\n",
+                "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{rss}\r\nused_memory_peak_human:{}\r\nmaxmemory:{max}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:{}\r\n",
                 human(rss),
                 human(rss),
                 human(rss),
-                cfg.maxmemory,
-                human(cfg.maxmemory),
+                human(max),
+                cfg.maxmemory_policy,
+                if cfg!(feature = "mimalloc") { "mimalloc" } else { "libc" },
+            );
+            // The memory tier (keys held whole in memory over the LSM
+            // store) and the LSM store's share of maxmemory.
+            let t = server.store.tier().stats();
+            let split = crate::memory::Split::of(
+                max,
+                cfg.cache_bytes,
+                cfg.container_cache_bytes,
+                cfg.write_back_bytes,
+            );
+            let kv = server.store.stats().kv;
+            let _ = write!(
+                o,
+                "tier_resident_bytes:{}\r\ntier_resident_keys:{}\r\ntier_budget_bytes:{}\r\ntier_share_bytes:{}\r\ntier_hits:{}\r\ntier_misses:{}\r\ntier_evicted_keys:{}\r\ntier_evicted_bytes:{}\r\ntier_written_bytes:{}\r\nlsm_memory_bytes:{}\r\nlsm_maxmemory_share_bytes:{}\r\n",
+                t.resident_bytes,
+                t.resident_keys,
+                t.budget_bytes,
+                server.memory.tier_share.load(Ordering::Relaxed),
+                t.hits,
+                t.misses,
+                t.evictions,
+                t.evicted_bytes,
+                t.written_bytes,
+                kv.memtable_bytes + kv.cache_bytes,
+                split.lsm(),
             );
         }
         "persistence" => {

@@ -23,6 +23,7 @@ pub mod fuzzing;
 pub mod info;
 pub mod listener;
 pub mod log;
+pub mod memory;
 pub mod pipeline;
 pub mod reply;
 pub mod slowlog;

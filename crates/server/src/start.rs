@@ -1,10 +1,21 @@
 //! Start-up: configuration → logger → store → runtime → listener. Kept out
 //! of `main.rs` so tests and tools can start a server in-process.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::config::{Appendfsync, Config};
 use crate::state::Server;
+
+/// Applies `maxmemory-policy` and `maxmemory-samples` to the tier.
+pub fn apply_policy(store: &roaringd_store::Store, config: &Config) {
+    let policy = crate::memory::policy(&config.maxmemory_policy)
+        .unwrap_or(roaringd_store::tier::Policy::Lru);
+    store.tier().set_policy(
+        policy,
+        usize::try_from(config.maxmemory_samples).unwrap_or(5),
+    );
+}
 
 /// The store's sync mode for an `appendfsync` setting.
 pub fn sync_mode(a: Appendfsync) -> roaringd_store::SyncMode {
@@ -80,11 +91,19 @@ pub fn main_with_args(args: &[String]) -> i32 {
         );
         return 1;
     }
+    let split = crate::memory::Split::of(
+        config.maxmemory,
+        config.cache_bytes,
+        config.container_cache_bytes,
+        config.write_back_bytes,
+    );
     let store = match roaringd_store::Store::open(roaringd_store::StoreConfig {
         dir: Some(config.dir.clone()),
         databases: config.databases,
         sync: sync_mode(config.appendfsync),
-        cache_bytes: config.cache_bytes,
+        cache_bytes: split.block_cache,
+        tier_bytes: split.tier,
+        memtable_bytes: split.memtable,
     }) {
         Ok(s) => s,
         Err(e) => {
@@ -92,8 +111,9 @@ pub fn main_with_args(args: &[String]) -> i32 {
             return 1;
         }
     };
-    store.set_container_cache_bytes(config.container_cache_bytes);
-    store.set_write_back_bytes(config.write_back_bytes);
+    store.set_container_cache_bytes(split.container_cache);
+    store.set_write_back_bytes(split.write_back);
+    apply_policy(&store, &config);
     let workers = worker_threads(
         config.io_threads,
         std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -114,6 +134,15 @@ pub fn main_with_args(args: &[String]) -> i32 {
     let port = config.port;
     let pidfile = config.pidfile.clone();
     let server = Arc::new(Server::new(config, store));
+    server
+        .memory
+        .maxmemory
+        .store(split.maxmemory, Ordering::Relaxed);
+    server
+        .memory
+        .tier_share
+        .store(split.tier, Ordering::Relaxed);
+    crate::memory::start_governor(server.store.clone(), Arc::clone(&server.memory));
     if let Err(e) = crate::acl::file::load_at_startup(&server.acl, &server.config.read()) {
         crate::warning!("{e}");
         return 1;

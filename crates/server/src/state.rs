@@ -150,6 +150,8 @@ pub struct Server {
     pub bound_port: AtomicU64,
     /// ACL users and the ACL log.
     pub acl: Acl,
+    /// The `maxmemory` bound and the memory tier's share (`memory.rs`).
+    pub memory: Arc<crate::memory::Governor>,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -189,6 +191,7 @@ impl Server {
             shutting_down: AtomicBool::new(false),
             shutdown: Notify::new(),
             bound_port: AtomicU64::new(0),
+            memory: Arc::default(),
         }
     }
 

@@ -52,6 +52,8 @@ fn main() {
         databases: 16,
         sync: SyncMode::No,
         cache_bytes: 64 << 20,
+        tier_bytes: 256 << 20,
+        memtable_bytes: 64 << 20,
     })
     .expect("open");
     let mut x: u64 = 0x2545_F491_4F6C_DD1D;

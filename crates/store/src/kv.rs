@@ -108,6 +108,12 @@ impl WriteBatch {
         Ok(())
     }
 
+    /// The queued writes, in order.
+    #[must_use]
+    pub fn ops(&self) -> &[(Space, Vec<u8>, Op)] {
+        &self.ops
+    }
+
     /// Consumes the batch into its writes, in order.
     #[must_use]
     pub fn into_ops(self) -> Vec<(Space, Vec<u8>, Op)> {
@@ -206,6 +212,15 @@ pub trait Kv: KvRead {
     /// # Errors
     /// `Io` when the write (or the sync) fails; nothing is applied then.
     fn write(&self, batch: WriteBatch, durability: Durability) -> Result<()>;
+
+    /// As [`Kv::write`], leaving the batch to the caller (the memory tier
+    /// applies it to its resident keys after the engine took it).
+    ///
+    /// # Errors
+    /// As [`Kv::write`].
+    fn write_ref(&self, batch: &WriteBatch, durability: Durability) -> Result<()> {
+        self.write(batch.clone(), durability)
+    }
 
     /// A consistent read-only view as of now. Later writes are invisible to
     /// it. `Data` entries of dead versions may still disappear from it (data

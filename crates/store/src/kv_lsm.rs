@@ -43,11 +43,18 @@ impl Drop for LsmKv {
 
 impl LsmKv {
     /// Opens (or creates) the database in `dir` with a block cache of
-    /// `cache_bytes`, installing `gc` as the `data` compaction filter.
+    /// `cache_bytes` and memtables of at most `memtable_bytes` per keyspace
+    /// (for keyspaces created now: fjall keeps a keyspace's setting),
+    /// installing `gc` as the `data` compaction filter.
     ///
     /// # Errors
     /// `Io` when the directory cannot be opened or recovery fails.
-    pub fn open(dir: &Path, cache_bytes: u64, gc: Option<Arc<dyn DataGc>>) -> Result<Self> {
+    pub fn open(
+        dir: &Path,
+        cache_bytes: u64,
+        memtable_bytes: u64,
+        gc: Option<Arc<dyn DataGc>>,
+    ) -> Result<Self> {
         let meta_slot: MetaSlot = Arc::new(RwLock::new(None));
         // No lz4 in the journal: container values (arrays of distinct u16,
         // bitsets) rarely shrink much, and compressing every entry of 4 KiB
@@ -68,8 +75,10 @@ impl LsmKv {
         }
         let db = builder.open().map_err(io)?;
         let open = |s: Space| {
-            db.keyspace(s.name(), KeyspaceCreateOptions::default)
-                .map_err(io)
+            db.keyspace(s.name(), || {
+                KeyspaceCreateOptions::default().max_memtable_size(memtable_bytes.max(1 << 20))
+            })
+            .map_err(io)
         };
         let spaces = [open(Space::Meta)?, open(Space::Data)?, open(Space::Expiry)?];
         *meta_slot.write() = Some(spaces[Space::Meta.index()].clone());
@@ -175,6 +184,10 @@ impl KvRead for LsmSnapshot {
 
 impl Kv for LsmKv {
     fn write(&self, batch: WriteBatch, durability: Durability) -> Result<()> {
+        self.write_ref(&batch, durability)
+    }
+
+    fn write_ref(&self, batch: &WriteBatch, durability: Durability) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -187,10 +200,10 @@ impl Kv for LsmKv {
         };
         let mut b =
             fjall::OwnedWriteBatch::with_capacity(self.db.clone(), batch.len()).durability(mode);
-        for (space, key, op) in batch.into_ops() {
+        for (space, key, op) in batch.ops() {
             match op {
-                Op::Put(v) => b.insert(self.ks(space), key, v),
-                Op::Delete => b.remove(self.ks(space), key),
+                Op::Put(v) => b.insert(self.ks(*space), key.as_slice(), v.as_slice()),
+                Op::Delete => b.remove(self.ks(*space), key.as_slice()),
             }
         }
         b.commit().map_err(io)

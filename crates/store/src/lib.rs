@@ -48,6 +48,7 @@ pub mod sample;
 pub mod sets;
 pub mod store;
 pub mod strings;
+pub mod tier;
 pub mod txn;
 
 pub use error::{Result, StoreError};

@@ -3,12 +3,7 @@
 //! mutexes. A `Txn` takes the stripes of its keys in ascending stripe order,
 //! each once, so two `Txn`s can never wait on each other in a cycle.
 //! Guards are `Arc`-based so a `Txn` owns them (`'static`, `Send`).
-//!
-//! Each stripe mutex guards a one-entry cache ([`Slot`]) of the stored meta
-//! of one key of the stripe, read and written only by whoever holds the
-//! stripe (see `Txn::load_meta` and `Txn::commit`).
 
-use crate::meta::KeyMeta;
 use parking_lot::lock_api::{ArcMutexGuard, ArcRwLockReadGuard, ArcRwLockWriteGuard};
 use parking_lot::{Mutex, RawMutex, RawRwLock, RwLock};
 use std::sync::Arc;
@@ -19,36 +14,7 @@ pub const STRIPES: usize = 4096;
 /// The lock table of a store.
 pub struct Locks {
     global: Arc<RwLock<()>>,
-    stripes: Vec<Arc<Mutex<Slot>>>,
-}
-
-/// The meta cache entry of a stripe: the committed (stored) meta of the
-/// key whose meta key is `key` (`None` = no such key). Invariant: whenever
-/// `key` is not empty, `meta` equals what the `Kv` holds for it. Only the
-/// holder of the stripe reads or changes it; every commit that writes the
-/// meta of a key of the stripe updates or clears it while still holding the
-/// stripe (a `Txn` holding the global lock exclusively takes the stripe
-/// for that, or clears every slot).
-#[derive(Default)]
-pub struct Slot {
-    /// Meta key of the cached entry; empty when the slot caches nothing.
-    pub(crate) key: Vec<u8>,
-    pub(crate) meta: Option<KeyMeta>,
-}
-
-impl Slot {
-    /// Caches `meta` (the stored state) for meta key `mk`.
-    pub(crate) fn set(&mut self, mk: &[u8], meta: Option<KeyMeta>) {
-        self.key.clear();
-        self.key.extend_from_slice(mk);
-        self.meta = meta;
-    }
-
-    /// Forgets the cached entry.
-    pub(crate) fn clear(&mut self) {
-        self.key.clear();
-        self.meta = None;
-    }
+    stripes: Vec<Arc<Mutex<()>>>,
 }
 
 /// How a `Txn` holds the global lock.
@@ -65,7 +31,7 @@ pub enum GlobalGuard {
 pub struct Held {
     /// Stripes held with their guards, ascending by stripe (empty when
     /// exclusive). One vector: one allocation per lock set.
-    guards: Vec<(usize, ArcMutexGuard<RawMutex, Slot>)>,
+    guards: Vec<(usize, ArcMutexGuard<RawMutex, ()>)>,
     /// The global guard; dropped last.
     pub global: GlobalGuard,
 }
@@ -90,7 +56,6 @@ impl Held {
         matches!(self.global, GlobalGuard::Exclusive(_))
     }
 
-    /// The meta cache slot of `stripe`, if this holder holds that stripe.
     /// Stripes held, ascending (empty when exclusive).
     pub fn stripes(&self) -> impl Iterator<Item = usize> + '_ {
         self.guards.iter().map(|(s, _)| *s)
@@ -102,18 +67,6 @@ impl Held {
             self.guards.iter().position(|(s, _)| *s == stripe)
         } else {
             self.guards.binary_search_by_key(&stripe, |(s, _)| *s).ok()
-        }
-    }
-
-    pub(crate) fn slot_mut(&mut self, stripe: usize) -> Option<&mut Slot> {
-        let i = self.find(stripe)?;
-        Some(&mut *self.guards[i].1)
-    }
-
-    /// Clears the meta cache slots of every stripe held.
-    pub(crate) fn clear_slots(&mut self) {
-        for (_, g) in &mut self.guards {
-            g.clear();
         }
     }
 }
@@ -147,9 +100,7 @@ impl Default for Locks {
     fn default() -> Self {
         Locks {
             global: Arc::new(RwLock::new(())),
-            stripes: (0..STRIPES)
-                .map(|_| Arc::new(Mutex::new(Slot::default())))
-                .collect(),
+            stripes: (0..STRIPES).map(|_| Arc::new(Mutex::new(()))).collect(),
         }
     }
 }
@@ -179,7 +130,7 @@ impl Locks {
             &mut big
         };
         stripes.sort_unstable();
-        let mut guards: Vec<(usize, ArcMutexGuard<RawMutex, Slot>)> =
+        let mut guards: Vec<(usize, ArcMutexGuard<RawMutex, ()>)> =
             Vec::with_capacity(stripes.len());
         for &s in stripes.iter() {
             if guards.last().is_none_or(|(l, _)| *l != s) {
@@ -197,21 +148,6 @@ impl Locks {
     #[must_use]
     pub fn lock_stripes_only(&self, keys: &[(u16, &[u8])]) -> Held {
         self.lock_keys_inner(keys)
-    }
-
-    /// Runs `f` on the meta cache slot of `stripe`, taking the stripe for
-    /// the call. Only for a holder of the exclusive global lock (no one
-    /// else holds a stripe then) or of no stripe at all.
-    pub(crate) fn with_slot(&self, stripe: usize, f: impl FnOnce(&mut Slot)) {
-        f(&mut self.stripes[stripe].lock());
-    }
-
-    /// Clears every meta cache slot. Only for a holder of the exclusive
-    /// global lock.
-    pub(crate) fn clear_all_slots(&self) {
-        for s in &self.stripes {
-            s.lock().clear();
-        }
     }
 
     /// Takes the global lock exclusively (waits for every other holder).

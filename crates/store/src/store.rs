@@ -9,6 +9,7 @@ use crate::kv_lsm::LsmKv;
 use crate::kv_mem::MemKv;
 use crate::locks::Locks;
 use crate::meta::KeyMeta;
+use crate::tier::{Tier, TieredKv};
 use crate::txn::Txn;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -59,6 +60,11 @@ pub struct StoreConfig {
     pub sync: SyncMode,
     /// Block cache size in bytes (fjall only).
     pub cache_bytes: u64,
+    /// Budget of the memory tier in bytes (`crate::tier`).
+    pub tier_bytes: u64,
+    /// Largest memtable of each LSM keyspace, in bytes (fjall only; taken
+    /// when a keyspace is created, kept by fjall afterwards).
+    pub memtable_bytes: u64,
 }
 
 impl Default for StoreConfig {
@@ -68,6 +74,8 @@ impl Default for StoreConfig {
             databases: 16,
             sync: SyncMode::EverySec,
             cache_bytes: 64 << 20,
+            tier_bytes: 256 << 20,
+            memtable_bytes: 64 << 20,
         }
     }
 }
@@ -168,7 +176,10 @@ impl Cursors {
 }
 
 pub(crate) struct Inner {
+    /// The memory tier over the LSM store (`crate::tier`).
     pub(crate) kv: Box<dyn Kv>,
+    /// The tier's budget, policy and counters.
+    pub(crate) tier: Arc<Tier>,
     pub(crate) databases: u16,
     sync: AtomicU8,
     pub(crate) locks: Locks,
@@ -293,10 +304,19 @@ impl Store {
         let gc: Arc<dyn DataGc> = Arc::new(StoreGc {
             versions: Arc::clone(&versions),
         });
-        let kv: Box<dyn Kv> = match &config.dir {
-            Some(dir) => Box::new(LsmKv::open(dir, config.cache_bytes, Some(gc))?),
+        let lsm: Box<dyn Kv> = match &config.dir {
+            Some(dir) => Box::new(LsmKv::open(
+                dir,
+                config.cache_bytes,
+                config.memtable_bytes,
+                Some(gc),
+            )?),
             None => Box::new(MemKv::new(Some(gc))),
         };
+        let tier = Arc::new(Tier::new(
+            usize::try_from(config.tier_bytes).unwrap_or(usize::MAX),
+        ));
+        let kv: Box<dyn Kv> = Box::new(TieredKv::new(lsm, Arc::clone(&tier)));
         let replay = match &config.dir {
             Some(dir) => Some(crate::oplog::OpLog::replay(&dir.join(OPLOG_DIR))?),
             None => None,
@@ -327,6 +347,7 @@ impl Store {
         }
         let inner = Arc::new(Inner {
             kv,
+            tier,
             databases,
             sync: AtomicU8::new(config.sync.to_u8()),
             locks: Locks::default(),
@@ -534,6 +555,12 @@ impl Store {
     /// commit.
     pub fn set_sync_mode(&self, mode: SyncMode) {
         self.inner.sync.store(mode.to_u8(), Ordering::Relaxed);
+    }
+
+    /// The memory tier: budget, policy and counters (`crate::tier`).
+    #[must_use]
+    pub fn tier(&self) -> &Tier {
+        &self.inner.tier
     }
 
     /// tr-cache hook: sets the container cache budget in bytes (0 turns

@@ -7,8 +7,8 @@
 use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::kv::{KvIter, Space, WriteBatch};
-use crate::locks::{stripe_of, Held, Slot};
-use crate::meta::{KeyMeta, Kind, MetaBrief, Summary};
+use crate::locks::Held;
+use crate::meta::{KeyMeta, Kind, MetaBrief};
 use crate::store::{counts_key, encode_counts, now_ms, Inner, Store};
 use std::collections::BTreeMap;
 use std::iter::Peekable;
@@ -238,7 +238,6 @@ impl Txn {
         let mut batch = WriteBatch::with_capacity(writes + usize::from(writes > 0));
         let mut deltas = Deltas::default();
         let mut min_added_expiry = u64::MAX;
-        let exclusive = self.held.is_exclusive();
         for (mk, MetaEntry { new, orig }) in meta {
             let (db, key) = keys::split_meta_key(&mk)?;
             let old_exp = orig;
@@ -261,17 +260,6 @@ impl Txn {
                 }
             }
             let value = new.as_ref().map(KeyMeta::encode);
-            // The meta cache takes the new state now; the stripe stays held
-            // until after the write, and a failed write clears it below.
-            let stripe = stripe_of(db, key);
-            match slot_of(&mut self.held, &mut self.extra_locks, stripe) {
-                Some(slot) if cacheable(&new) => slot.set(&mk, new),
-                Some(slot) => slot.clear(),
-                None if exclusive => self.inner.locks.with_slot(stripe, Slot::clear),
-                // Unreachable: a non-exclusive Txn writes only keys whose
-                // stripe it holds (`ensure_locked`, `live_meta`).
-                None => {}
-            }
             match value {
                 Some(v) => batch.put(Space::Meta, mk, v),
                 None => batch.delete(Space::Meta, mk),
@@ -357,64 +345,33 @@ impl Txn {
         self.writes_nothing() && self.touched.is_empty()
     }
 
-    /// Writes the commit batch; on failure clears the meta cache slots
-    /// this `Txn` updated (every slot it holds, or all when exclusive).
+    /// Writes the commit batch (through the memory tier, which takes the
+    /// new state of the keys it holds once the LSM store has it).
     fn write_or_forget(
         &mut self,
         batch: WriteBatch,
         durability: crate::kv::Durability,
     ) -> Result<()> {
-        let r = self.inner.kv.write(batch, durability);
-        if r.is_err() {
-            self.held.clear_slots();
-            for h in &mut self.extra_locks {
-                h.clear_slots();
-            }
-            if self.held.is_exclusive() {
-                self.inner.locks.clear_all_slots();
-            }
-        }
-        r
+        self.inner.kv.write(batch, durability)
     }
 
     // ----- meta ---------------------------------------------------------
 
     /// Reads meta as stored (expired or not), or as this `Txn` left it.
-    /// The stored state comes from the stripe's meta cache when this `Txn`
-    /// holds the stripe and the slot has the key, else from the `Kv` (and
-    /// then fills the slot).
+    /// The stored state comes from the memory tier (`crate::tier`), which
+    /// reads the LSM store on a miss.
     fn load_meta(&mut self, mk: &[u8]) -> Result<Option<KeyMeta>> {
         if let Some(e) = self.meta.get(mk) {
             return Ok(e.new.clone());
         }
-        // The write-back tier's state is newer than the cache and the `Kv`.
+        // The write-back tier's state is newer than the `Kv`.
         if let Some(m) = self.inner.dirty.meta(mk) {
             return Ok(Some(m));
         }
-        let stripe = keys::split_meta_key(mk)
-            .ok()
-            .map(|(db, key)| stripe_of(db, key));
-        let cached = stripe
-            .and_then(|s| slot_of(&mut self.held, &mut self.extra_locks, s))
-            .and_then(|slot| (slot.key == mk).then(|| slot.meta.clone()));
-        let m = match cached {
-            Some(m) => m,
-            None => {
-                let m = match self.inner.kv.get(Space::Meta, mk)? {
-                    Some(b) => Some(KeyMeta::decode(&b)?),
-                    None => None,
-                };
-                if let Some(slot) =
-                    stripe.and_then(|s| slot_of(&mut self.held, &mut self.extra_locks, s))
-                {
-                    if cacheable(&m) {
-                        slot.set(mk, m.clone());
-                    }
-                }
-                m
-            }
-        };
-        Ok(m)
+        match self.inner.kv.get(Space::Meta, mk)? {
+            Some(b) => Ok(Some(KeyMeta::decode(&b)?)),
+            None => Ok(None),
+        }
     }
 
     /// Puts the absorbed meta of a dirty bitmap key into the overlay (its
@@ -628,13 +585,6 @@ impl Txn {
     /// Drops this `Txn`'s pending writes and recorded originals for `db`
     /// (every database when `None`); used by flushes.
     pub(crate) fn discard_db(&mut self, db: Option<u16>) {
-        // Flushes delete meta entries behind the meta cache: forget it all.
-        // (Flushes run exclusive, so every stripe is free to take.)
-        if self.held.is_exclusive() {
-            self.inner.locks.clear_all_slots();
-        } else {
-            self.held.clear_slots();
-        }
         let keep = |k: &[u8]| match db {
             Some(d) => !k.starts_with(&d.to_be_bytes()),
             None => false,
@@ -924,28 +874,6 @@ impl Deltas {
     }
 }
 
-/// Longest string value the meta cache keeps (longer ones are read from
-/// the `Kv` each time rather than copied on every commit).
-const CACHE_MAX_STRING: usize = 512;
-
-fn cacheable(m: &Option<KeyMeta>) -> bool {
-    match m {
-        Some(m) => match &m.summary {
-            Summary::String(v) => v.len() <= CACHE_MAX_STRING,
-            _ => true,
-        },
-        None => true,
-    }
-}
-
-/// The meta cache slot of `stripe` if `held` or one of `extra` holds it.
-fn slot_of<'a>(held: &'a mut Held, extra: &'a mut [Held], stripe: usize) -> Option<&'a mut Slot> {
-    if let Some(s) = held.slot_mut(stripe) {
-        return Some(s);
-    }
-    extra.iter_mut().find_map(|h| h.slot_mut(stripe))
-}
-
 /// An overlay entry of the data space: key and new value (`None` = deleted).
 type OverlayEntry = (Vec<u8>, Option<Vec<u8>>);
 
@@ -1072,17 +1000,17 @@ mod tests {
         );
     }
 
-    /// Two keys of one stripe: the stripe's meta cache slot must follow
-    /// every commit (either key, named or locked on demand), a dropped Txn
-    /// and a flush.
+    /// Two keys of one lock stripe, both resident in the memory tier: reads
+    /// follow every commit (either key, named or locked on demand), a
+    /// dropped Txn and a flush.
     #[test]
-    fn meta_cache_follows_commits_drops_and_flushes() {
+    fn resident_keys_follow_commits_drops_and_flushes() {
         let store = Store::open(crate::StoreConfig::default()).unwrap();
         let a = b"a".to_vec();
-        let s = stripe_of(0, &a);
+        let s = crate::locks::stripe_of(0, &a);
         let b = (0..100_000u32)
             .map(|i| format!("b{i}").into_bytes())
-            .find(|k| stripe_of(0, k) == s)
+            .find(|k| crate::locks::stripe_of(0, k) == s)
             .unwrap();
         let get = |k: &[u8]| store.begin(&[(0, k)]).get(0, k).unwrap();
         let mut t = store.begin(&[(0, &a)]);
@@ -1106,8 +1034,8 @@ mod tests {
         t.put_string(0, &a, b"4".to_vec(), 0, false).unwrap();
         t.commit().unwrap();
         assert_eq!(get(&a), Some(b"4".to_vec()));
-        // Long strings are not cached but read correctly.
-        let long = vec![b'x'; CACHE_MAX_STRING + 1];
+        // Long strings too.
+        let long = vec![b'x'; 100_000];
         let mut t = store.begin(&[(0, &a)]);
         t.put_string(0, &a, long.clone(), 0, false).unwrap();
         t.commit().unwrap();

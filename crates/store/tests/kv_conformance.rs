@@ -11,7 +11,7 @@ use std::ops::Bound;
 
 fn backends() -> Vec<(&'static str, Box<dyn Kv>, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
-    let lsm = LsmKv::open(dir.path(), 8 << 20, None).unwrap();
+    let lsm = LsmKv::open(dir.path(), 8 << 20, 8 << 20, None).unwrap();
     vec![
         ("mem", Box::new(MemKv::new(None)), None),
         ("lsm", Box::new(lsm), Some(dir)),
@@ -25,6 +25,8 @@ fn stores() -> Vec<(&'static str, Store, Option<tempfile::TempDir>)> {
         databases: 16,
         sync: SyncMode::No,
         cache_bytes: 8 << 20,
+        tier_bytes: 32 << 10,
+        memtable_bytes: 8 << 20,
     })
     .unwrap();
     let mem = Store::open(StoreConfig::default()).unwrap();
@@ -240,6 +242,8 @@ fn store_versions_are_unique_across_restarts() {
         databases: 4,
         sync: SyncMode::Always,
         cache_bytes: 8 << 20,
+        tier_bytes: 32 << 10,
+        memtable_bytes: 8 << 20,
     };
     let mut seen = std::collections::BTreeSet::new();
     for round in 0..3 {
@@ -339,6 +343,8 @@ fn store_committed_writes_survive_reopen() {
         databases: 2,
         sync: SyncMode::Always,
         cache_bytes: 8 << 20,
+        tier_bytes: 32 << 10,
+        memtable_bytes: 8 << 20,
     };
     {
         let store = Store::open(cfg.clone()).unwrap();

@@ -13,6 +13,8 @@ fn lsm_store(dir: &std::path::Path) -> Store {
         databases: 16,
         sync: SyncMode::No,
         cache_bytes: 8 << 20,
+        tier_bytes: 32 << 10,
+        memtable_bytes: 8 << 20,
     })
     .unwrap()
 }

@@ -348,12 +348,32 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
     server
         .store
         .set_sync_mode(crate::start::sync_mode(cfg.appendfsync));
-    if cfg.container_cache_bytes != server.config.read().container_cache_bytes {
+    let split = crate::memory::Split::of(
+        cfg.maxmemory,
+        cfg.cache_bytes,
+        cfg.container_cache_bytes,
+        cfg.write_back_bytes,
+    );
+    if cfg.container_cache_bytes != server.config.read().container_cache_bytes
+        || seen.iter().any(|n| n == "maxmemory")
+    {
         server
             .store
-            .set_container_cache_bytes(cfg.container_cache_bytes);
+            .set_container_cache_bytes(split.container_cache);
     }
-    server.store.set_write_back_bytes(cfg.write_back_bytes);
+    server.store.set_write_back_bytes(split.write_back);
+    if seen.iter().any(|n| n == "maxmemory") {
+        // The block cache and memtables keep their startup sizes; the tier
+        // takes the new share at once (the governor adjusts from there).
+        let mem = &server.memory;
+        mem.maxmemory.store(split.maxmemory, Ordering::Relaxed);
+        mem.tier_share.store(split.tier, Ordering::Relaxed);
+        server
+            .store
+            .tier()
+            .set_budget(usize::try_from(split.tier).unwrap_or(usize::MAX));
+    }
+    crate::start::apply_policy(&server.store, &cfg);
     crate::log::set_level(cfg.loglevel);
     server.hot.load(&cfg);
     if seen.iter().any(|n| n == "requirepass") {

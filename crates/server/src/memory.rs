@@ -1,0 +1,238 @@
+//! `maxmemory`: one bound for the whole process.
+//!
+//! The bound is split at startup ([`Split::of`]) among the LSM store's
+//! block cache and memtables, the bitmap caches (container cache and
+//! write-back budget), a reserve for connections and buffers, and the
+//! memory tier, which takes the rest. Because no split can foresee client
+//! buffers or allocator slack, a governor thread ([`start_governor`])
+//! watches the process's resident size ten times a second: while it is
+//! above `maxmemory` the tier's budget shrinks by the excess (the tier
+//! evicts to the LSM store at once, and freed memory is handed back to the
+//! OS), and it grows back towards its share as room returns. Eviction is a
+//! cache decision only: every key stays in the LSM store.
+//!
+//! `maxmemory 0` (the default) means half of the memory this process may
+//! use: the smaller of the machine's memory and the limit of its memory
+//! cgroup (v1 or v2).
+
+use roaringd_store::tier::Policy;
+use roaringd_store::Store;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The least budget the tier keeps, whatever the governor decides.
+const MIN_TIER: u64 = 1 << 20;
+
+/// How `maxmemory` is shared (bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// The effective bound.
+    pub maxmemory: u64,
+    /// The LSM store's block cache.
+    pub block_cache: u64,
+    /// Each LSM keyspace's largest memtable (three keyspaces, and a sealed
+    /// memtable may wait for its flush beside the active one).
+    pub memtable: u64,
+    /// The bitmap container cache.
+    pub container_cache: u64,
+    /// The bitmap write-back budget.
+    pub write_back: u64,
+    /// The memory tier.
+    pub tier: u64,
+}
+
+impl Split {
+    /// The split of `maxmemory` (0 = [`default_maxmemory`]), each cache
+    /// capped by its own setting.
+    #[must_use]
+    pub fn of(maxmemory: u64, cache_bytes: u64, container_cache: u64, write_back: u64) -> Split {
+        let maxmemory = effective(maxmemory);
+        let block_cache = cache_bytes.min(maxmemory / 8).max(1 << 20);
+        let memtable = (maxmemory / 32).clamp(4 << 20, 64 << 20);
+        let container_cache = container_cache.min(maxmemory / 16);
+        let write_back = write_back.min(maxmemory / 16);
+        // Connections, buffers, the runtime and allocator slack.
+        let reserve = (maxmemory / 10).max(16 << 20);
+        let tier = maxmemory
+            .saturating_sub(block_cache + 6 * memtable + container_cache + write_back + reserve)
+            .max(MIN_TIER);
+        Split {
+            maxmemory,
+            block_cache,
+            memtable,
+            container_cache,
+            write_back,
+            tier,
+        }
+    }
+
+    /// What the LSM store may hold in memory: block cache and memtables.
+    #[must_use]
+    pub fn lsm(&self) -> u64 {
+        self.block_cache + 6 * self.memtable
+    }
+}
+
+/// `maxmemory` itself, or the default for 0.
+#[must_use]
+pub fn effective(maxmemory: u64) -> u64 {
+    if maxmemory == 0 {
+        default_maxmemory()
+    } else {
+        maxmemory
+    }
+}
+
+/// Half of the memory this process may use (machine or cgroup), at least
+/// 64 MiB.
+#[must_use]
+pub fn default_maxmemory() -> u64 {
+    (usable_memory() / 2).max(64 << 20)
+}
+
+/// The smaller of the machine's memory and this process's memory cgroup
+/// limit; 4 GiB when neither can be read.
+#[must_use]
+pub fn usable_memory() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
+        line.split_whitespace().nth(1)?.parse::<u64>().ok()
+    });
+    let total = total.map_or(4 << 30, |kb| kb * 1024);
+    cgroup_limit().map_or(total, |l| l.min(total))
+}
+
+/// This process's memory cgroup limit (v2 `memory.max`, v1
+/// `memory.limit_in_bytes`), when it has one.
+fn cgroup_limit() -> Option<u64> {
+    let groups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    for line in groups.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let file = if controllers.is_empty() {
+            format!("/sys/fs/cgroup{path}/memory.max")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
+        } else {
+            continue;
+        };
+        if let Some(v) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+        {
+            // v1 reports "no limit" as a huge page-aligned number.
+            if v < 1 << 60 {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+/// The tier policy a Redis `maxmemory-policy` name stands for. Every
+/// policy evicts to the LSM store, never out of the data set, so the
+/// `volatile-*` names (keys with an expire only) and `noeviction` (refuse
+/// writes) have no separate meaning here: `volatile-lru`, `volatile-ttl`
+/// and `noeviction` act as `allkeys-lru`, `volatile-lfu` as `allkeys-lfu`,
+/// `volatile-random` as `allkeys-random`. `None` for an unknown name.
+#[must_use]
+pub fn policy(name: &str) -> Option<Policy> {
+    Some(match name {
+        "allkeys-lru" | "volatile-lru" | "volatile-ttl" | "noeviction" => Policy::Lru,
+        "allkeys-lfu" | "volatile-lfu" => Policy::Lfu,
+        "allkeys-random" | "volatile-random" => Policy::Random,
+        _ => return None,
+    })
+}
+
+/// The tier's share, as the governor currently sets it (shared with
+/// CONFIG SET, which changes the share).
+#[derive(Default)]
+pub struct Governor {
+    /// The bound (effective `maxmemory`).
+    pub maxmemory: AtomicU64,
+    /// The tier's share of it per [`Split`].
+    pub tier_share: AtomicU64,
+}
+
+/// Starts the governor thread (see the module docs).
+pub fn start_governor(store: Store, gov: Arc<Governor>) {
+    let spawned = std::thread::Builder::new()
+        .name("roaringd-maxmem".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(100));
+            govern(&store, &gov, crate::info::rss_bytes());
+        });
+    if let Err(e) = spawned {
+        crate::warning!("Can't start the maxmemory governor thread: {e}");
+    }
+}
+
+/// One step of the governor for a resident size of `rss` bytes.
+pub fn govern(store: &Store, gov: &Governor, rss: u64) {
+    let max = gov.maxmemory.load(Ordering::Relaxed);
+    let share = gov.tier_share.load(Ordering::Relaxed);
+    let tier = store.tier();
+    let budget = tier.budget() as u64;
+    let next = if rss > max {
+        budget.saturating_sub(rss - max).max(MIN_TIER)
+    } else {
+        // Grow back by half the room below 95% of the bound.
+        let room = (max / 20 * 19).saturating_sub(rss);
+        (budget + room / 2).min(share)
+    };
+    if next != budget {
+        tier.set_budget(usize::try_from(next).unwrap_or(usize::MAX));
+        if next < budget {
+            crate::allocator::collect();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_split_adds_up_and_leaves_the_tier_the_rest() {
+        let s = Split::of(1 << 30, 64 << 20, 64 << 20, 64 << 20);
+        assert_eq!(s.maxmemory, 1 << 30);
+        assert_eq!(s.block_cache, 64 << 20);
+        assert_eq!(s.memtable, 32 << 20);
+        assert!(s.lsm() + s.container_cache + s.write_back + s.tier < s.maxmemory);
+        assert!(s.tier > 400 << 20);
+        // A small bound shrinks every cache to its share.
+        let s = Split::of(256 << 20, 64 << 20, 64 << 20, 64 << 20);
+        assert_eq!(s.block_cache, 32 << 20);
+        assert_eq!(s.container_cache, 16 << 20);
+        assert!(s.tier >= MIN_TIER);
+        assert!(Split::of(0, 1, 1, 1).maxmemory >= 64 << 20);
+    }
+
+    #[test]
+    fn policies_take_redis_names() {
+        assert_eq!(policy("allkeys-lfu"), Some(Policy::Lfu));
+        assert_eq!(policy("noeviction"), Some(Policy::Lru));
+        assert_eq!(policy("volatile-random"), Some(Policy::Random));
+        assert_eq!(policy("lru"), None);
+    }
+
+    #[test]
+    fn the_governor_shrinks_the_tier_over_the_bound_and_regrows_it() {
+        let store = Store::open(roaringd_store::StoreConfig::default()).unwrap();
+        let gov = Governor {
+            maxmemory: AtomicU64::new(100 << 20),
+            tier_share: AtomicU64::new(50 << 20),
+        };
+        store.tier().set_budget(50 << 20);
+        govern(&store, &gov, 110 << 20);
+        assert_eq!(store.tier().budget(), 40 << 20);
+        govern(&store, &gov, 500 << 20);
+        assert_eq!(store.tier().budget(), MIN_TIER as usize);
+        for _ in 0..40 {
+            govern(&store, &gov, 60 << 20);
+        }
+        assert_eq!(store.tier().budget(), 50 << 20);
+    }
+}

@@ -1,0 +1,199 @@
+//! One resident key of the memory tier: its `meta` entry and its `data`
+//! entries, in the stored bytes, and the shard that holds entries.
+
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// Bytes counted per resident key besides its entries' bytes (the slot,
+/// the index entry, the map header).
+pub(crate) const KEY_OVERHEAD: usize = 160;
+/// Bytes counted per data entry besides its key and value bytes (map node
+/// share and two allocations).
+pub(crate) const ELEMENT_OVERHEAD: usize = 64;
+
+/// What the tier knows of one user key. The tier key is the key's `meta`
+/// key (`db | user key`); data entries are kept by the suffix of their
+/// `data` key after `db | len | user key` (that is `version | subkey`).
+#[derive(Default)]
+pub(crate) struct Entry {
+    /// The `meta` entry: `None` = not known here, `Some(None)` = known
+    /// absent.
+    pub(crate) meta: Option<Option<Box<[u8]>>>,
+    /// Data entries by suffix. While `complete`, the map holds exactly the
+    /// `data` entries the LSM store has under the key's prefix (every
+    /// version), and values are never `None`. Otherwise it holds some of
+    /// them: `Some` = present with that value, `None` = known absent.
+    pub(crate) data: BTreeMap<Box<[u8]>, Option<Box<[u8]>>>,
+    /// See `data`.
+    pub(crate) complete: bool,
+    /// A whole load of the key's data was tried and exceeded the load
+    /// limit: the key stays partial (its hot entries only).
+    pub(crate) too_big: bool,
+    /// Bytes counted for this key (see [`Entry::element_bytes`]).
+    pub(crate) bytes: usize,
+    /// Last access, in tier clock ticks (LRU).
+    pub(crate) last: u32,
+    /// Logarithmic access counter (LFU), as Redis's `LFU_INIT_VAL` 5.
+    pub(crate) freq: u8,
+}
+
+impl Entry {
+    /// The counted size of one data entry.
+    pub(crate) fn element_bytes(suffix: &[u8], value: Option<&[u8]>) -> usize {
+        suffix.len() + value.map_or(0, <[u8]>::len) + ELEMENT_OVERHEAD
+    }
+
+    /// Sets the meta entry; returns the change in counted bytes.
+    pub(crate) fn set_meta(&mut self, meta: Option<&[u8]>) -> isize {
+        let old = self.meta_bytes();
+        self.meta = Some(meta.map(Box::from));
+        self.meta_bytes() as isize - old as isize
+    }
+
+    fn meta_bytes(&self) -> usize {
+        self.meta
+            .as_ref()
+            .and_then(Option::as_ref)
+            .map_or(0, |m| m.len())
+    }
+
+    /// Puts (`Some`) or removes (`None`) the data entry `suffix`; returns
+    /// the change in counted bytes. A complete key forgets a removed entry;
+    /// a partial one remembers it as absent.
+    pub(crate) fn set_data(&mut self, suffix: &[u8], value: Option<&[u8]>) -> isize {
+        let mut delta = 0isize;
+        if value.is_none() && self.complete {
+            if let Some((k, v)) = self.data.remove_entry(suffix) {
+                delta -= Self::element_bytes(&k, v.as_deref()) as isize;
+            }
+            return delta;
+        }
+        let new = value.map(Box::from);
+        delta += Self::element_bytes(suffix, value) as isize;
+        if let Some(old) = self.data.insert(Box::from(suffix), new) {
+            delta -= Self::element_bytes(suffix, old.as_deref()) as isize;
+        }
+        delta
+    }
+}
+
+/// Entries of one key, full `data` key and value, in scan order.
+pub(crate) type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Data entries of `data` (a complete key's map) with suffix in the bounds,
+/// ascending (or descending), as full `data` keys under `prefix`.
+pub(crate) fn collect_range(
+    data: &BTreeMap<Box<[u8]>, Option<Box<[u8]>>>,
+    prefix: &[u8],
+    start: Bound<&[u8]>,
+    end: Bound<&[u8]>,
+    reverse: bool,
+) -> Entries {
+    let it = data
+        .range::<[u8], _>((start, end))
+        .filter_map(|(k, v)| Some(([prefix, k].concat(), v.as_deref()?.to_vec())));
+    if reverse {
+        it.rev().collect()
+    } else {
+        it.collect()
+    }
+}
+
+/// One shard of the tier: resident keys in a vector (so that eviction can
+/// sample a uniformly random one) with an index by tier key.
+#[derive(Default)]
+pub(crate) struct Shard {
+    index: FxHashMap<Box<[u8]>, u32>,
+    slots: Vec<(Box<[u8]>, Entry)>,
+    /// Bumped by every write of a key of this shard (resident or not). A
+    /// reader that missed notes it before reading the LSM store and fills
+    /// the tier only if it is unchanged (no write could have raced it).
+    pub(crate) gen: u64,
+}
+
+impl Shard {
+    pub(crate) fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let i = *self.index.get(key)?;
+        Some(&mut self.slots[i as usize].1)
+    }
+
+    /// The entry of `key`, created empty when absent (`created` says so).
+    pub(crate) fn get_or_insert(&mut self, key: &[u8]) -> (&mut Entry, bool) {
+        if let Some(&i) = self.index.get(key) {
+            return (&mut self.slots[i as usize].1, false);
+        }
+        let i = self.slots.len() as u32;
+        self.index.insert(Box::from(key), i);
+        let entry = Entry {
+            bytes: KEY_OVERHEAD + key.len(),
+            ..Entry::default()
+        };
+        self.slots.push((Box::from(key), entry));
+        (&mut self.slots[i as usize].1, true)
+    }
+
+    /// Removes `key`; returns its counted bytes.
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<usize> {
+        let i = self.index.remove(key)? as usize;
+        let (_, entry) = self.slots.swap_remove(i);
+        if let Some((moved, _)) = self.slots.get(i) {
+            if let Some(j) = self.index.get_mut(moved) {
+                *j = i as u32;
+            }
+        }
+        Some(entry.bytes)
+    }
+
+    /// Number of resident keys.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The key and entry in slot `i` (for sampling).
+    pub(crate) fn slot(&self, i: usize) -> Option<(&[u8], &Entry)> {
+        self.slots.get(i).map(|(k, e)| (&**k, e))
+    }
+
+    /// Drops every resident key; returns the counted bytes dropped.
+    pub(crate) fn clear(&mut self) -> usize {
+        let bytes = self.slots.iter().map(|(_, e)| e.bytes).sum();
+        self.slots.clear();
+        self.index.clear();
+        bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remove_keeps_the_index_of_the_moved_slot() {
+        let mut s = Shard::default();
+        for k in [b"a", b"b", b"c"] {
+            s.get_or_insert(k);
+        }
+        assert!(s.remove(b"a").is_some());
+        assert_eq!(s.len(), 2);
+        assert!(s.get_mut(b"c").is_some());
+        assert!(s.get_mut(b"b").is_some());
+        assert!(s.get_mut(b"a").is_none());
+        assert!(s.remove(b"a").is_none());
+    }
+
+    #[test]
+    fn complete_keys_forget_removed_entries_partial_ones_remember() {
+        let mut e = Entry {
+            complete: true,
+            ..Entry::default()
+        };
+        let d = e.set_data(b"x", Some(b"1"));
+        assert!(d > 0);
+        assert_eq!(e.set_data(b"x", None), -d);
+        assert!(e.data.is_empty());
+        e.complete = false;
+        e.set_data(b"y", None);
+        assert_eq!(e.data.get(&b"y"[..]), Some(&None));
+    }
+}

@@ -1,0 +1,799 @@
+//! The memory tier: recently used keys held whole in process memory over
+//! the LSM store (the capacity tier), in the stored bytes.
+//!
+//! [`TieredKv`] is a [`Kv`] over another `Kv`. It groups entries by user
+//! key: the key's `meta` entry and its `data` entries (every version under
+//! `db | len | key`) form one resident unit, keyed by the meta key.
+//!
+//! - **Reads.** A point read of a resident key's meta, or of a data entry
+//!   of a resident key whose data is complete (or known in part), is
+//!   answered from memory; a range scan within one complete key is too.
+//!   A miss reads the LSM store and fills the tier: the meta alone, or the
+//!   key's whole data when it is at most [`Tier::load_limit`] bytes (else
+//!   the key stays partial: its point reads are kept, positive and
+//!   negative, and its scans go to the LSM store). Scans of the `meta`
+//!   space (KEYS, SCAN) and of the `expiry` space always read the LSM
+//!   store, which holds everything.
+//! - **Writes** are write-through: a batch goes to the LSM store first
+//!   (its journal is the one log; durability as the batch asks), then
+//!   updates the keys it names that are resident; a meta write of a key
+//!   not resident makes it resident (its meta). So the LSM store always
+//!   holds every key, and **eviction** only drops memory: it never writes
+//!   and never loses data.
+//! - **Budget.** Counted bytes (entries plus a fixed overhead per key and
+//!   per entry, [`entry::KEY_OVERHEAD`], [`entry::ELEMENT_OVERHEAD`]) stay
+//!   at most the budget: past it, keys are evicted by the policy, choosing
+//!   each victim among `samples` random resident keys as Redis does
+//!   (sampled LRU, LFU with Redis's logarithmic counter, or random).
+//! - **Races.** Every write of a key bumps its shard's generation; a miss
+//!   fills only if the generation did not move while it read the LSM
+//!   store, so a fill never installs a state older than a write that
+//!   finished before it.
+
+pub(crate) mod entry;
+
+use crate::error::Result;
+use crate::keys;
+use crate::kv::{prefix_end, Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WriteBatch};
+use entry::{Entry, Shard};
+use parking_lot::Mutex;
+use std::hash::{BuildHasher, Hasher};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Number of shards (a power of two).
+const SHARDS: usize = 256;
+
+/// How the tier picks the key to evict (`maxmemory-policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// The least recently used of the sampled keys.
+    Lru,
+    /// The least frequently used of the sampled keys (Redis's counter).
+    Lfu,
+    /// A random key.
+    Random,
+}
+
+impl Policy {
+    fn code(self) -> u8 {
+        match self {
+            Policy::Lru => 0,
+            Policy::Lfu => 1,
+            Policy::Random => 2,
+        }
+    }
+
+    fn from_code(c: u8) -> Self {
+        match c {
+            1 => Policy::Lfu,
+            2 => Policy::Random,
+            _ => Policy::Lru,
+        }
+    }
+}
+
+/// Counters of the tier, for INFO.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TierStats {
+    /// Counted bytes of the resident keys.
+    pub resident_bytes: u64,
+    /// Resident keys.
+    pub resident_keys: u64,
+    /// The budget in bytes.
+    pub budget_bytes: u64,
+    /// Reads answered from memory.
+    pub hits: u64,
+    /// Reads that went to the LSM store.
+    pub misses: u64,
+    /// Keys evicted (dropped from memory; the LSM store has them).
+    pub evictions: u64,
+    /// Counted bytes of the evicted keys.
+    pub evicted_bytes: u64,
+    /// Bytes of the batches written through to the LSM store.
+    pub written_bytes: u64,
+}
+
+/// The tier's state, shared with the store (budget, policy, stats).
+pub struct Tier {
+    shards: Box<[Mutex<Shard>]>,
+    resident: AtomicUsize,
+    keys: AtomicUsize,
+    budget: AtomicUsize,
+    policy: AtomicU8,
+    samples: AtomicUsize,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    evictions: AtomicU64,
+    evicted_bytes: AtomicU64,
+    written_bytes: AtomicU64,
+    started: Instant,
+    seed: AtomicU64,
+}
+
+impl Tier {
+    /// A tier of `budget` bytes with sampled LRU over 5 samples.
+    #[must_use]
+    pub fn new(budget: usize) -> Self {
+        Tier {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            resident: AtomicUsize::new(0),
+            keys: AtomicUsize::new(0),
+            budget: AtomicUsize::new(budget),
+            policy: AtomicU8::new(Policy::Lru.code()),
+            samples: AtomicUsize::new(5),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            evicted_bytes: AtomicU64::new(0),
+            written_bytes: AtomicU64::new(0),
+            started: Instant::now(),
+            seed: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
+        }
+    }
+
+    /// Sets the budget; shrinking evicts at once.
+    pub fn set_budget(&self, bytes: usize) {
+        self.budget.store(bytes, Ordering::Relaxed);
+        self.evict_to_budget();
+    }
+
+    /// The budget in bytes.
+    pub fn budget(&self) -> usize {
+        self.budget.load(Ordering::Relaxed)
+    }
+
+    /// Sets the eviction policy and the number of keys sampled per victim
+    /// (at least 1).
+    pub fn set_policy(&self, policy: Policy, samples: usize) {
+        self.policy.store(policy.code(), Ordering::Relaxed);
+        self.samples.store(samples.max(1), Ordering::Relaxed);
+    }
+
+    /// Largest key (counted bytes of its data) loaded whole on a miss: a
+    /// 64th of the budget, at most 8 MiB, at least 64 KiB.
+    pub fn load_limit(&self) -> usize {
+        (self.budget() / 64).clamp(64 << 10, 8 << 20)
+    }
+
+    /// Counters for INFO.
+    pub fn stats(&self) -> TierStats {
+        TierStats {
+            resident_bytes: self.resident.load(Ordering::Relaxed) as u64,
+            resident_keys: self.keys.load(Ordering::Relaxed) as u64,
+            budget_bytes: self.budget() as u64,
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            evicted_bytes: self.evicted_bytes.load(Ordering::Relaxed),
+            written_bytes: self.written_bytes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Drops every resident key (a cache decision: nothing is lost).
+    pub fn clear(&self) {
+        for s in &*self.shards {
+            let mut s = s.lock();
+            s.gen += 1;
+            let n = s.len();
+            let bytes = s.clear();
+            self.resident.fetch_sub(bytes, Ordering::Relaxed);
+            self.keys.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+
+    fn shard_of(&self, tier_key: &[u8]) -> &Mutex<Shard> {
+        let mut h = rustc_hash::FxBuildHasher.build_hasher();
+        h.write(tier_key);
+        &self.shards[(h.finish() >> 7) as usize & (SHARDS - 1)]
+    }
+
+    fn tick(&self) -> u32 {
+        // Milliseconds since open; wraps after 49 days, compared wrapping.
+        self.started.elapsed().as_millis() as u32
+    }
+
+    fn random(&self) -> u64 {
+        // splitmix64 over a shared counter: cheap, and good enough to pick
+        // shards and slots.
+        let mut z = self
+            .seed
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+            .wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Records an access to `e` (LRU time and LFU counter).
+    fn touch(&self, e: &mut Entry) {
+        e.last = self.tick();
+        // Redis's LFULogIncr with lfu-log-factor 10.
+        if e.freq < 255 {
+            let base = f64::from(e.freq.saturating_sub(5));
+            let p = 1.0 / (base * 10.0 + 1.0);
+            let r = (self.random() >> 11) as f64 / (1u64 << 53) as f64;
+            if r < p {
+                e.freq += 1;
+            }
+        }
+    }
+
+    fn account(&self, delta: isize) {
+        if delta >= 0 {
+            self.resident.fetch_add(delta as usize, Ordering::Relaxed);
+        } else {
+            self.resident
+                .fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+        }
+    }
+
+    /// Evicts keys until the counted bytes are within the budget.
+    fn evict_to_budget(&self) {
+        let mut rounds = 0usize;
+        while self.resident.load(Ordering::Relaxed) > self.budget()
+            && self.keys.load(Ordering::Relaxed) > 0
+        {
+            rounds += 1;
+            if rounds > 1 << 20 {
+                break; // only racing inserts could keep it going
+            }
+            if let Some(victim) = self.pick_victim() {
+                let mut s = self.shard_of(&victim).lock();
+                if let Some(bytes) = s.remove(&victim) {
+                    s.gen += 1;
+                    self.resident.fetch_sub(bytes, Ordering::Relaxed);
+                    self.keys.fetch_sub(1, Ordering::Relaxed);
+                    self.evictions.fetch_add(1, Ordering::Relaxed);
+                    self.evicted_bytes
+                        .fetch_add(bytes as u64, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// The best victim of `samples` random resident keys per the policy.
+    fn pick_victim(&self) -> Option<Vec<u8>> {
+        let policy = Policy::from_code(self.policy.load(Ordering::Relaxed));
+        let samples = self.samples.load(Ordering::Relaxed);
+        let now = self.tick();
+        let mut best: Option<(u64, Vec<u8>)> = None;
+        let mut tries = 0;
+        let mut taken = 0;
+        while taken < samples && tries < samples * 64 {
+            tries += 1;
+            let r = self.random();
+            let s = self.shards[r as usize & (SHARDS - 1)].lock();
+            if s.len() == 0 {
+                continue;
+            }
+            let Some((k, e)) = s.slot((r >> 32) as usize % s.len()) else {
+                continue;
+            };
+            taken += 1;
+            // Higher score = better victim.
+            let score = match policy {
+                Policy::Lru => u64::from(now.wrapping_sub(e.last)),
+                Policy::Lfu => u64::from(255 - e.freq),
+                Policy::Random => 0,
+            };
+            if best.as_ref().is_none_or(|(b, _)| score > *b) {
+                best = Some((score, k.to_vec()));
+            }
+            if policy == Policy::Random {
+                break;
+            }
+        }
+        best.map(|(_, k)| k)
+    }
+
+    /// Applies `f` to the entry of `tier_key` if the shard's generation is
+    /// still `gen`, creating the entry when absent; then keeps the budget.
+    fn fill(&self, tier_key: &[u8], gen: u64, f: impl FnOnce(&mut Entry) -> isize) {
+        {
+            let mut s = self.shard_of(tier_key).lock();
+            if s.gen != gen {
+                return;
+            }
+            self.update(&mut s, tier_key, true, f);
+        }
+        self.evict_to_budget();
+    }
+
+    /// Runs `f` (which returns the change of the entry's counted bytes) on
+    /// the entry of `tier_key` in the locked shard `s`, creating it first
+    /// when `create`; keeps the counts.
+    fn update(
+        &self,
+        s: &mut Shard,
+        tier_key: &[u8],
+        create: bool,
+        f: impl FnOnce(&mut Entry) -> isize,
+    ) {
+        let (e, created) = if create {
+            s.get_or_insert(tier_key)
+        } else {
+            match s.get_mut(tier_key) {
+                Some(e) => (e, false),
+                None => return,
+            }
+        };
+        if created {
+            self.keys.fetch_add(1, Ordering::Relaxed);
+            self.account(e.bytes as isize);
+        }
+        let delta = f(e);
+        e.bytes = e.bytes.saturating_add_signed(delta);
+        self.touch(e);
+        self.account(delta);
+    }
+}
+
+/// Where a `data` key's user key ends: `(db | len | key)` prefix length.
+fn data_key_prefix_len(k: &[u8]) -> Option<usize> {
+    let len = u32::from_be_bytes(k.get(2..6)?.try_into().ok()?) as usize;
+    let end = 6usize.checked_add(len)?;
+    (k.len() >= end).then_some(end)
+}
+
+/// The tier key (`db | key`) of a `data` key prefix `db | len | key`.
+fn tier_key_of_data(prefix: &[u8]) -> keys::KeyBuf {
+    let db = u16::from_be_bytes([prefix[0], prefix[1]]);
+    keys::KeyBuf::meta(db, &prefix[6..])
+}
+
+/// The [`Kv`] with the memory tier in front of another `Kv`. See the
+/// module docs.
+pub struct TieredKv {
+    inner: Box<dyn Kv>,
+    tier: Arc<Tier>,
+}
+
+impl TieredKv {
+    /// `inner` behind `tier`.
+    pub fn new(inner: Box<dyn Kv>, tier: Arc<Tier>) -> Self {
+        TieredKv { inner, tier }
+    }
+
+    /// The tier (budget, policy, stats).
+    #[must_use]
+    pub fn tier(&self) -> &Arc<Tier> {
+        &self.tier
+    }
+
+    fn hit(&self) {
+        self.tier.hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn miss(&self) {
+        self.tier.misses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn get_meta(&self, mk: &[u8]) -> Result<Option<Vec<u8>>> {
+        let shard = self.tier.shard_of(mk);
+        let gen = {
+            let mut s = shard.lock();
+            if let Some(e) = s.get_mut(mk) {
+                if let Some(m) = &e.meta {
+                    let m = m.as_ref().map(|b| b.to_vec());
+                    self.tier.touch(e);
+                    drop(s);
+                    self.hit();
+                    return Ok(m);
+                }
+            }
+            s.gen
+        };
+        self.miss();
+        let m = self.inner.get(Space::Meta, mk)?;
+        self.tier.fill(mk, gen, |e| e.set_meta(m.as_deref()));
+        Ok(m)
+    }
+
+    fn get_data(&self, key: &[u8], plen: usize) -> Result<Option<Vec<u8>>> {
+        let tk = tier_key_of_data(&key[..plen]);
+        let suffix = &key[plen..];
+        let shard = self.tier.shard_of(&tk);
+        let (gen, load) = {
+            let mut s = shard.lock();
+            let gen = s.gen;
+            match s.get_mut(&tk) {
+                Some(e) => {
+                    let found = match e.data.get(suffix) {
+                        Some(v) => Some(v.as_ref().map(|b| b.to_vec())),
+                        None if e.complete => Some(None),
+                        None => None,
+                    };
+                    if let Some(v) = found {
+                        self.tier.touch(e);
+                        drop(s);
+                        self.hit();
+                        return Ok(v);
+                    }
+                    (gen, !e.too_big)
+                }
+                None => (gen, true),
+            }
+        };
+        self.miss();
+        if load {
+            if let Some(v) = self.load_whole(&tk, &key[..plen], gen, |data| {
+                data.get(suffix).cloned().flatten().map(|b| b.to_vec())
+            })? {
+                return Ok(v);
+            }
+        }
+        let v = self.inner.get(Space::Data, key)?;
+        self.tier
+            .fill(&tk, gen, |e| e.set_data(suffix, v.as_deref()));
+        Ok(v)
+    }
+
+    /// Reads every data entry under `prefix` (`db | len | key`) from the
+    /// LSM store; when they fit the load limit, installs them as the key's
+    /// complete data (if no write raced) and returns `Some(answer(data))`.
+    /// `None` when the key is too big (marked so) or the read failed midway.
+    fn load_whole<T>(
+        &self,
+        tk: &[u8],
+        prefix: &[u8],
+        gen: u64,
+        answer: impl FnOnce(&std::collections::BTreeMap<Box<[u8]>, Option<Box<[u8]>>>) -> T,
+    ) -> Result<Option<T>> {
+        let limit = self.tier.load_limit();
+        let mut data = std::collections::BTreeMap::new();
+        let mut bytes = 0usize;
+        for item in self.inner.prefix(Space::Data, prefix, false) {
+            let (k, v) = item?;
+            let suffix = &k[prefix.len()..];
+            bytes += Entry::element_bytes(suffix, Some(&v));
+            if bytes > limit {
+                self.tier.fill(tk, gen, |e| {
+                    e.too_big = true;
+                    0
+                });
+                return Ok(None);
+            }
+            data.insert(Box::from(suffix), Some(v.into_boxed_slice()));
+        }
+        let out = answer(&data);
+        self.tier.fill(tk, gen, |e| {
+            let old: usize = e
+                .data
+                .iter()
+                .map(|(k, v)| Entry::element_bytes(k, v.as_deref()))
+                .sum();
+            e.data = data;
+            e.complete = true;
+            bytes as isize - old as isize
+        });
+        Ok(Some(out))
+    }
+
+    /// A range of `data` within one key, from memory when the key is
+    /// resident and complete (loading it whole first when small enough).
+    fn range_data(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Option<Result<entry::Entries>> {
+        let (Bound::Included(s) | Bound::Excluded(s)) = start else {
+            return None;
+        };
+        let plen = data_key_prefix_len(s)?;
+        let prefix = &s[..plen];
+        let whole_end = prefix_end(prefix);
+        // The end must stay within the key's prefix.
+        let end_suffix: Bound<&[u8]> = match end {
+            Bound::Included(e) | Bound::Excluded(e) if e.starts_with(prefix) => match end {
+                Bound::Included(_) => Bound::Included(&e[plen..]),
+                _ => Bound::Excluded(&e[plen..]),
+            },
+            Bound::Excluded(e) if whole_end.as_deref() == Some(e) => Bound::Unbounded,
+            _ => return None,
+        };
+        let start_suffix = match start {
+            Bound::Included(_) => Bound::Included(&s[plen..]),
+            _ => Bound::Excluded(&s[plen..]),
+        };
+        if crate::kv::range_is_empty(start_suffix, end_suffix) {
+            return Some(Ok(Vec::new()));
+        }
+        let tk = tier_key_of_data(prefix);
+        let shard = self.tier.shard_of(&tk);
+        let gen = {
+            let mut s = shard.lock();
+            let gen = s.gen;
+            match s.get_mut(&tk) {
+                Some(e) if e.complete => {
+                    let out =
+                        entry::collect_range(&e.data, prefix, start_suffix, end_suffix, reverse);
+                    self.tier.touch(e);
+                    drop(s);
+                    self.hit();
+                    return Some(Ok(out));
+                }
+                Some(e) if e.too_big => return None,
+                _ => gen,
+            }
+        };
+        self.miss();
+        let loaded = self.load_whole(&tk, prefix, gen, |data| {
+            entry::collect_range(data, prefix, start_suffix, end_suffix, reverse)
+        });
+        match loaded {
+            Ok(Some(v)) => Some(Ok(v)),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// Updates the resident keys a written batch names (after the LSM
+    /// store applied it) and bumps their shards' generations.
+    fn apply(&self, ops: &[(Space, Vec<u8>, Op)]) {
+        for (space, key, op) in ops {
+            let value = match op {
+                Op::Put(v) => Some(v.as_slice()),
+                Op::Delete => None,
+            };
+            match space {
+                Space::Meta => {
+                    let mut s = self.tier.shard_of(key).lock();
+                    s.gen += 1;
+                    self.tier.update(&mut s, key, true, |e| e.set_meta(value));
+                }
+                Space::Data => {
+                    let Some(plen) = data_key_prefix_len(key) else {
+                        continue;
+                    };
+                    let tk = tier_key_of_data(&key[..plen]);
+                    let mut s = self.tier.shard_of(&tk).lock();
+                    s.gen += 1;
+                    self.tier
+                        .update(&mut s, &tk, false, |e| e.set_data(&key[plen..], value));
+                }
+                Space::Expiry => {}
+            }
+        }
+    }
+}
+
+impl KvRead for TieredKv {
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match space {
+            Space::Meta => self.get_meta(key),
+            Space::Data => match data_key_prefix_len(key) {
+                Some(plen) => self.get_data(key, plen),
+                None => self.inner.get(space, key),
+            },
+            Space::Expiry => self.inner.get(space, key),
+        }
+    }
+
+    fn range(
+        &self,
+        space: Space,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> KvIter<'_> {
+        if space == Space::Data {
+            match self.range_data(start, end, reverse) {
+                Some(Ok(v)) => return Box::new(v.into_iter().map(Ok)),
+                Some(Err(e)) => return Box::new(std::iter::once(Err(e))),
+                None => {}
+            }
+        }
+        self.inner.range(space, start, end, reverse)
+    }
+}
+
+impl Kv for TieredKv {
+    fn write(&self, batch: WriteBatch, durability: Durability) -> Result<()> {
+        self.write_ref(&batch, durability)
+    }
+
+    fn write_ref(&self, batch: &WriteBatch, durability: Durability) -> Result<()> {
+        batch.check_keys()?;
+        let ops = batch.ops();
+        let bytes: usize = ops
+            .iter()
+            .map(|(_, k, op)| {
+                k.len()
+                    + match op {
+                        Op::Put(v) => v.len(),
+                        Op::Delete => 0,
+                    }
+            })
+            .sum();
+        self.inner.write_ref(batch, durability)?;
+        self.tier
+            .written_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        self.apply(ops);
+        self.tier.evict_to_budget();
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Box<dyn KvRead> {
+        self.inner.snapshot()
+    }
+
+    fn persist(&self) -> Result<()> {
+        self.inner.persist()
+    }
+
+    fn flush_buffers(&self) -> Result<()> {
+        self.inner.flush_buffers()
+    }
+
+    fn compact(&self) -> Result<()> {
+        // Compaction drops stale data entries the tier may hold; they are
+        // unreachable (no meta names their version), so keeping them is
+        // harmless, but the memory is better spent: start over.
+        self.inner.compact()?;
+        self.tier.clear();
+        Ok(())
+    }
+
+    fn stats(&self) -> KvStats {
+        self.inner.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv_mem::MemKv;
+
+    /// A `Kv` that counts the reads reaching it.
+    struct Counting(MemKv, Arc<AtomicU64>);
+
+    impl KvRead for Counting {
+        fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>> {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            self.0.get(space, key)
+        }
+
+        fn range(
+            &self,
+            space: Space,
+            start: Bound<&[u8]>,
+            end: Bound<&[u8]>,
+            reverse: bool,
+        ) -> KvIter<'_> {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            self.0.range(space, start, end, reverse)
+        }
+    }
+
+    impl Kv for Counting {
+        fn write(&self, batch: WriteBatch, durability: Durability) -> Result<()> {
+            self.0.write(batch, durability)
+        }
+        fn snapshot(&self) -> Box<dyn KvRead> {
+            self.0.snapshot()
+        }
+        fn persist(&self) -> Result<()> {
+            Ok(())
+        }
+        fn compact(&self) -> Result<()> {
+            Ok(())
+        }
+        fn stats(&self) -> KvStats {
+            KvStats::default()
+        }
+    }
+
+    fn tiered(budget: usize) -> (TieredKv, Arc<AtomicU64>) {
+        let reads = Arc::new(AtomicU64::new(0));
+        let inner = Counting(MemKv::new(None), Arc::clone(&reads));
+        (
+            TieredKv::new(Box::new(inner), Arc::new(Tier::new(budget))),
+            reads,
+        )
+    }
+
+    fn put(kv: &TieredKv, space: Space, k: &[u8], v: &[u8]) {
+        let mut b = WriteBatch::new();
+        b.put(space, k.to_vec(), v.to_vec());
+        kv.write(b, Durability::Lazy).unwrap();
+    }
+
+    #[test]
+    fn hot_keys_are_read_from_memory_only() {
+        let (kv, reads) = tiered(1 << 20);
+        let mk = keys::meta_key(0, b"k");
+        put(&kv, Space::Meta, &mk, b"meta");
+        for sub in 0u8..10 {
+            put(
+                &kv,
+                Space::Data,
+                &keys::data_key(0, b"k", 7, &[sub]),
+                &[sub],
+            );
+        }
+        // The meta write made the key resident; its data loads on first use.
+        assert_eq!(kv.get(Space::Meta, &mk).unwrap(), Some(b"meta".to_vec()));
+        assert_eq!(reads.load(Ordering::Relaxed), 0);
+        // Entries written are known; a scan loads the key whole once.
+        let dk = keys::data_key(0, b"k", 7, &[3]);
+        assert_eq!(kv.get(Space::Data, &dk).unwrap(), Some(vec![3]));
+        assert_eq!(reads.load(Ordering::Relaxed), 0);
+        let prefix = keys::data_prefix(0, b"k", 7);
+        let all: Vec<_> = kv.prefix(Space::Data, &prefix, true).collect();
+        let after_load = reads.load(Ordering::Relaxed);
+        assert_eq!(after_load, 1);
+        assert_eq!(all.len(), 10);
+        assert_eq!(all[0].as_ref().unwrap().1, vec![9]);
+        assert_eq!(
+            kv.get(Space::Data, &keys::data_key(0, b"k", 7, &[99]))
+                .unwrap(),
+            None
+        );
+        // A write to a resident key updates it in place.
+        put(&kv, Space::Data, &keys::data_key(0, b"k", 7, &[42]), b"x");
+        assert_eq!(kv.prefix(Space::Data, &prefix, false).count(), 11);
+        assert_eq!(reads.load(Ordering::Relaxed), after_load);
+        let st = kv.tier().stats();
+        assert_eq!(st.resident_keys, 1);
+        assert!(st.hits >= 4);
+    }
+
+    #[test]
+    fn eviction_keeps_the_budget_and_loses_nothing() {
+        let (kv, _) = tiered(4 << 10);
+        for i in 0..200u32 {
+            put(
+                &kv,
+                Space::Meta,
+                &keys::meta_key(0, &i.to_be_bytes()),
+                &[1; 40],
+            );
+        }
+        let st = kv.tier().stats();
+        assert!(st.resident_bytes <= 4 << 10);
+        assert!(st.evictions > 0);
+        for i in 0..200u32 {
+            let mk = keys::meta_key(0, &i.to_be_bytes());
+            assert_eq!(kv.get(Space::Meta, &mk).unwrap(), Some(vec![1; 40]));
+        }
+    }
+
+    #[test]
+    fn a_fill_raced_by_a_write_is_dropped() {
+        let (kv, _) = tiered(1 << 20);
+        let mk = keys::meta_key(0, b"k");
+        let gen = kv.tier().shard_of(&mk).lock().gen;
+        // A write lands between the miss's read and its fill.
+        put(&kv, Space::Meta, &mk, b"new");
+        kv.tier().fill(&mk, gen, |e| e.set_meta(Some(b"old")));
+        assert_eq!(kv.get(Space::Meta, &mk).unwrap(), Some(b"new".to_vec()));
+    }
+
+    #[test]
+    fn big_keys_stay_partial_and_serve_point_reads() {
+        let (kv, reads) = tiered(64 << 10); // load limit: 64 KiB
+        let mk = keys::meta_key(0, b"big");
+        put(&kv, Space::Meta, &mk, b"m");
+        for i in 0..2_000u32 {
+            put(
+                &kv,
+                Space::Data,
+                &keys::data_key(0, b"big", 1, &i.to_be_bytes()),
+                &[0; 8],
+            );
+        }
+        kv.tier().clear();
+        let dk = keys::data_key(0, b"big", 1, &5u32.to_be_bytes());
+        assert_eq!(kv.get(Space::Data, &dk).unwrap(), Some(vec![0; 8]));
+        let n = reads.load(Ordering::Relaxed);
+        assert_eq!(kv.get(Space::Data, &dk).unwrap(), Some(vec![0; 8]));
+        assert_eq!(reads.load(Ordering::Relaxed), n, "second read is a hit");
+        let prefix = keys::data_prefix(0, b"big", 1);
+        assert_eq!(kv.prefix(Space::Data, &prefix, false).count(), 2_000);
+    }
+}
