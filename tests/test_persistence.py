@@ -628,3 +628,54 @@ def test_crash_keeps_acknowledged_tier_edits_under_everysec(roaringd_server):
     # the key itself survived (at most one unacknowledged edit per client more)
     assert 1000000 - len(acked) - 3 <= c.call("TR.BITCOUNT", "bm") <= 1000000 - len(acked)
     c.close()
+
+
+def _tier(c):
+    info = c.call("INFO", "memory").decode()
+    return {k: int(v) for k, v in (l.split(":", 1) for l in info.split("\r\n") if l.startswith("tier_"))}
+
+
+def test_crash_while_the_memory_tier_evicts(roaringd_server):
+    """kill -9 under load while the memory tier evicts on almost every write
+    (`maxmemory 1mb`: the tier keeps its 1 MiB floor), `appendfsync always`:
+    no acknowledged write is lost, and the restarted server, under the same
+    bound, serves a store far larger than its tier."""
+    srv = roaringd_server(["--appendfsync", "always", "--maxmemory", "1mb"]).start()
+    writers = [Writer(srv.port, t) for t in range(4)]
+    for w in writers:
+        w.start()
+    deadline = time.monotonic() + 60
+    c = srv.client()
+    while time.monotonic() < deadline and _tier(c)["tier_evicted_keys"] < 200:
+        time.sleep(0.05)
+    assert _tier(c)["tier_evicted_keys"] > 0
+    c.close()
+    srv.kill()
+    for w in writers:
+        w.join(30)
+    srv.start()
+    c = srv.client()
+    verify_writers(c, writers)
+    c.close()
+
+
+def test_restart_with_a_store_many_times_the_tier(roaringd_server):
+    """About 6 MB of strings, sets and hashes behind a 1 MiB tier: every key
+    reads back right after a restart (cold) and again (warm)."""
+    srv = roaringd_server(["--maxmemory", "1mb"]).start()
+    c = srv.client()
+    for i in range(300):
+        c.call("SET", f"s{i}", f"{i}" * 1000)
+        c.call("SADD", f"set{i}", *[f"m{j}" for j in range(50)])
+        c.call("HSET", f"h{i}", *[x for j in range(20) for x in (f"f{j}", f"v{i}.{j}")])
+    assert _tier(c)["tier_evicted_keys"] > 0
+    c.close()
+    srv.restart()
+    c = srv.client()
+    for _ in range(2):
+        for i in range(300):
+            assert c.call("GET", f"s{i}") == (f"{i}" * 1000).encode()
+            assert len(_members(c, f"set{i}")) == 50
+            assert c.call("HGET", f"h{i}", "f7") == f"v{i}.7".encode()
+    assert _tier(c)["tier_resident_bytes"] <= _tier(c)["tier_budget_bytes"] + 64 * 1024
+    c.close()

@@ -58,6 +58,10 @@ pub enum Op {
 #[derive(Clone, Debug, Default)]
 pub struct WriteBatch {
     ops: Vec<(Space, Vec<u8>, Op)>,
+    /// `(meta key, version)`: the batch holds every `data` entry of that
+    /// key version (a version created by this batch's transaction and
+    /// never written before). A hint for caches; engines ignore it.
+    complete: Vec<(Vec<u8>, u64)>,
 }
 
 impl WriteBatch {
@@ -72,6 +76,7 @@ impl WriteBatch {
     pub fn with_capacity(n: usize) -> Self {
         WriteBatch {
             ops: Vec::with_capacity(n),
+            complete: Vec::new(),
         }
     }
 
@@ -112,6 +117,18 @@ impl WriteBatch {
     #[must_use]
     pub fn ops(&self) -> &[(Space, Vec<u8>, Op)] {
         &self.ops
+    }
+
+    /// Notes that the batch holds every `data` entry of version `version`
+    /// of the key with meta key `meta_key` (see the field's docs).
+    pub fn note_complete(&mut self, meta_key: Vec<u8>, version: u64) {
+        self.complete.push((meta_key, version));
+    }
+
+    /// The versions noted by [`WriteBatch::note_complete`].
+    #[must_use]
+    pub fn complete_versions(&self) -> &[(Vec<u8>, u64)] {
+        &self.complete
     }
 
     /// Consumes the batch into its writes, in order.

@@ -59,6 +59,9 @@ pub struct Txn {
     /// spill, and their bytes (see [`SPILL_BYTES`]).
     fresh: Vec<Vec<u8>>,
     fresh_bytes: usize,
+    /// Fresh-version entries went to the `Kv` ahead of the commit (so the
+    /// commit's batch does not hold every entry of those versions).
+    spilled: bool,
     /// Begun by [`Store::begin_keep_dirty`]: dirty keys are not absorbed,
     /// and a single-bit edit may go to the write-back tier.
     pub(crate) keep_dirty: bool,
@@ -130,6 +133,7 @@ impl Txn {
             bm_written: BTreeMap::new(),
             fresh: Vec::new(),
             fresh_bytes: 0,
+            spilled: false,
             keep_dirty: false,
             keep_dest: None,
             absorbed: Vec::new(),
@@ -260,6 +264,14 @@ impl Txn {
                 }
             }
             let value = new.as_ref().map(KeyMeta::encode);
+            // A key version this Txn created has all its entries in this
+            // batch (unless some were spilled ahead): the memory tier may
+            // hold it as complete.
+            if let Some(m) = &new {
+                if !self.spilled && self.versions.contains(&m.version) {
+                    batch.note_complete(mk.clone(), m.version);
+                }
+            }
             match value {
                 Some(v) => batch.put(Space::Meta, mk, v),
                 None => batch.delete(Space::Meta, mk),
@@ -696,6 +708,7 @@ impl Txn {
         if batch.is_empty() {
             return Ok(());
         }
+        self.spilled = true;
         self.inner.kv.write(batch, crate::kv::Durability::Lazy)
     }
 

@@ -12,6 +12,24 @@ pub(crate) const KEY_OVERHEAD: usize = 160;
 /// share and two allocations).
 pub(crate) const ELEMENT_OVERHEAD: usize = 64;
 
+/// How much of a key's `data` entries an [`Entry`] holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Complete {
+    /// Some of them (see [`Entry::data`]).
+    #[default]
+    No,
+    /// Exactly the entries the LSM store has under the key (every version).
+    All,
+    /// Every entry of this version (entries of other versions may exist in
+    /// the LSM store and not here).
+    Version(u64),
+}
+
+/// The version of a data entry suffix (`version | subkey`).
+pub(crate) fn suffix_version(suffix: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(suffix.get(..8)?.try_into().ok()?))
+}
+
 /// What the tier knows of one user key. The tier key is the key's `meta`
 /// key (`db | user key`); data entries are kept by the suffix of their
 /// `data` key after `db | len | user key` (that is `version | subkey`).
@@ -20,13 +38,12 @@ pub(crate) struct Entry {
     /// The `meta` entry: `None` = not known here, `Some(None)` = known
     /// absent.
     pub(crate) meta: Option<Option<Box<[u8]>>>,
-    /// Data entries by suffix. While `complete`, the map holds exactly the
-    /// `data` entries the LSM store has under the key's prefix (every
-    /// version), and values are never `None`. Otherwise it holds some of
-    /// them: `Some` = present with that value, `None` = known absent.
+    /// Data entries by suffix: `Some` = present with that value, `None` =
+    /// known absent. Within what `complete` covers, the map holds exactly
+    /// the LSM store's entries (an entry it lacks is absent there).
     pub(crate) data: BTreeMap<Box<[u8]>, Option<Box<[u8]>>>,
     /// See `data`.
-    pub(crate) complete: bool,
+    pub(crate) complete: Complete,
     /// A whole load of the key's data was tried and exceeded the load
     /// limit: the key stays partial (its hot entries only).
     pub(crate) too_big: bool,
@@ -44,11 +61,76 @@ impl Entry {
         suffix.len() + value.map_or(0, <[u8]>::len) + ELEMENT_OVERHEAD
     }
 
-    /// Sets the meta entry; returns the change in counted bytes.
+    /// True when the map holds every entry of `version` (`None`: of every
+    /// version).
+    pub(crate) fn covers(&self, version: Option<u64>) -> bool {
+        match self.complete {
+            Complete::All => true,
+            Complete::Version(v) => version == Some(v),
+            Complete::No => false,
+        }
+    }
+
+    /// Sets the meta entry; returns the change in counted bytes. The data
+    /// of versions the new meta does not name can no longer be read: they
+    /// are dropped (all data when the key is deleted).
     pub(crate) fn set_meta(&mut self, meta: Option<&[u8]>) -> isize {
         let old = self.meta_bytes();
         self.meta = Some(meta.map(Box::from));
-        self.meta_bytes() as isize - old as isize
+        let mut delta = self.meta_bytes() as isize - old as isize;
+        match meta {
+            None => delta += self.clear_data(),
+            Some(b) => {
+                if let Ok(m) = crate::meta::KeyMeta::decode(b) {
+                    delta += self.keep_only_version(m.version);
+                }
+            }
+        }
+        delta
+    }
+
+    fn clear_data(&mut self) -> isize {
+        let bytes: usize = self
+            .data
+            .iter()
+            .map(|(k, v)| Self::element_bytes(k, v.as_deref()))
+            .sum();
+        self.data.clear();
+        self.complete = Complete::No;
+        -(bytes as isize)
+    }
+
+    /// Drops the data entries of versions other than `v` (cheap when there
+    /// are none: the map is ordered by version first); returns the change
+    /// in counted bytes.
+    pub(crate) fn keep_only_version(&mut self, v: u64) -> isize {
+        let first = self.data.keys().next().and_then(|k| suffix_version(k));
+        let last = self.data.keys().next_back().and_then(|k| suffix_version(k));
+        if first.is_none_or(|f| f == v) && last.is_none_or(|l| l == v) {
+            if self.complete == Complete::All {
+                self.complete = Complete::Version(v);
+            }
+            return 0;
+        }
+        let lo: Box<[u8]> = Box::from(&v.to_be_bytes()[..]);
+        let mut keep = self.data.split_off(&lo);
+        let hi = v
+            .checked_add(1)
+            .map(|n| Box::<[u8]>::from(&n.to_be_bytes()[..]));
+        let mut dropped = std::mem::take(&mut self.data);
+        if let Some(hi) = hi {
+            dropped.append(&mut keep.split_off(&hi));
+        }
+        self.data = keep;
+        self.complete = match self.complete {
+            Complete::All => Complete::Version(v),
+            Complete::Version(u) if u == v => Complete::Version(v),
+            _ => Complete::No,
+        };
+        -(dropped
+            .iter()
+            .map(|(k, v)| Self::element_bytes(k, v.as_deref()))
+            .sum::<usize>() as isize)
     }
 
     fn meta_bytes(&self) -> usize {
@@ -63,7 +145,7 @@ impl Entry {
     /// a partial one remembers it as absent.
     pub(crate) fn set_data(&mut self, suffix: &[u8], value: Option<&[u8]>) -> isize {
         let mut delta = 0isize;
-        if value.is_none() && self.complete {
+        if value.is_none() && self.covers(suffix_version(suffix)) {
             if let Some((k, v)) = self.data.remove_entry(suffix) {
                 delta -= Self::element_bytes(&k, v.as_deref()) as isize;
             }
@@ -185,15 +267,39 @@ mod tests {
     #[test]
     fn complete_keys_forget_removed_entries_partial_ones_remember() {
         let mut e = Entry {
-            complete: true,
+            complete: Complete::All,
             ..Entry::default()
         };
         let d = e.set_data(b"x", Some(b"1"));
         assert!(d > 0);
         assert_eq!(e.set_data(b"x", None), -d);
         assert!(e.data.is_empty());
-        e.complete = false;
+        e.complete = Complete::No;
         e.set_data(b"y", None);
         assert_eq!(e.data.get(&b"y"[..]), Some(&None));
+    }
+
+    #[test]
+    fn a_new_version_drops_the_others() {
+        let mut e = Entry {
+            complete: Complete::All,
+            ..Entry::default()
+        };
+        let sfx = |v: u64, s: u8| [&v.to_be_bytes()[..], &[s]].concat();
+        let mut total = 0;
+        for v in [3u64, 5, 9] {
+            for s in 0..3 {
+                total += e.set_data(&sfx(v, s), Some(b"x"));
+            }
+        }
+        let d = e.keep_only_version(5);
+        assert_eq!(e.data.len(), 3);
+        assert!(e.data.keys().all(|k| suffix_version(k) == Some(5)));
+        assert_eq!(d, -(total / 3 * 2));
+        assert_eq!(e.complete, Complete::Version(5));
+        assert!(e.covers(Some(5)) && !e.covers(Some(3)) && !e.covers(None));
+        assert_eq!(e.keep_only_version(5), 0);
+        assert_eq!(e.keep_only_version(7), d / 2);
+        assert_eq!(e.complete, Complete::No);
     }
 }

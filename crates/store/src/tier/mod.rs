@@ -35,7 +35,7 @@ pub(crate) mod entry;
 use crate::error::Result;
 use crate::keys;
 use crate::kv::{prefix_end, Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WriteBatch};
-use entry::{Entry, Shard};
+use entry::{suffix_version, Complete, Entry, Shard};
 use parking_lot::Mutex;
 use std::hash::{BuildHasher, Hasher};
 use std::ops::Bound;
@@ -338,6 +338,24 @@ fn data_key_prefix_len(k: &[u8]) -> Option<usize> {
     (k.len() >= end).then_some(end)
 }
 
+/// The one key version a range of data suffixes lies in, if it lies in
+/// one: its start names the version and its end stays within it.
+fn range_version(start: Bound<&[u8]>, end: Bound<&[u8]>) -> Option<u64> {
+    let (Bound::Included(s) | Bound::Excluded(s)) = start else {
+        return None;
+    };
+    let v = suffix_version(s)?;
+    let within = match end {
+        Bound::Included(e) => suffix_version(e) == Some(v),
+        // Or the end of the version's prefix: the next version, exactly.
+        Bound::Excluded(e) => {
+            suffix_version(e) == Some(v) || v.checked_add(1).is_some_and(|n| e == n.to_be_bytes())
+        }
+        Bound::Unbounded => false,
+    };
+    within.then_some(v)
+}
+
 /// The tier key (`db | key`) of a `data` key prefix `db | len | key`.
 fn tier_key_of_data(prefix: &[u8]) -> keys::KeyBuf {
     let db = u16::from_be_bytes([prefix[0], prefix[1]]);
@@ -403,7 +421,7 @@ impl TieredKv {
                 Some(e) => {
                     let found = match e.data.get(suffix) {
                         Some(v) => Some(v.as_ref().map(|b| b.to_vec())),
-                        None if e.complete => Some(None),
+                        None if e.covers(suffix_version(suffix)) => Some(None),
                         None => None,
                     };
                     if let Some(v) = found {
@@ -466,8 +484,14 @@ impl TieredKv {
                 .map(|(k, v)| Entry::element_bytes(k, v.as_deref()))
                 .sum();
             e.data = data;
-            e.complete = true;
-            bytes as isize - old as isize
+            e.complete = Complete::All;
+            let live = e
+                .meta
+                .as_ref()
+                .and_then(Option::as_deref)
+                .and_then(|m| crate::meta::KeyMeta::decode(m).ok());
+            let trimmed = live.map_or(0, |m| e.keep_only_version(m.version));
+            bytes as isize - old as isize + trimmed
         });
         Ok(Some(out))
     }
@@ -508,7 +532,7 @@ impl TieredKv {
             let mut s = shard.lock();
             let gen = s.gen;
             match s.get_mut(&tk) {
-                Some(e) if e.complete => {
+                Some(e) if e.covers(range_version(start_suffix, end_suffix)) => {
                     let out =
                         entry::collect_range(&e.data, prefix, start_suffix, end_suffix, reverse);
                     self.tier.touch(e);
@@ -532,31 +556,64 @@ impl TieredKv {
     }
 
     /// Updates the resident keys a written batch names (after the LSM
-    /// store applied it) and bumps their shards' generations.
-    fn apply(&self, ops: &[(Space, Vec<u8>, Op)]) {
-        for (space, key, op) in ops {
-            let value = match op {
-                Op::Put(v) => Some(v.as_slice()),
-                Op::Delete => None,
-            };
+    /// store applied it) and bumps their shards' generations. The writes of
+    /// one key are applied under one hold of its shard, so an eviction
+    /// cannot fall between them; a key whose meta the batch writes, or that
+    /// the batch holds a whole version of, becomes resident.
+    fn apply(&self, batch: &WriteBatch) {
+        let ops = batch.ops();
+        let mut by_key: Vec<(keys::KeyBuf, usize)> = Vec::with_capacity(ops.len());
+        for (i, (space, key, _)) in ops.iter().enumerate() {
             match space {
-                Space::Meta => {
-                    let mut s = self.tier.shard_of(key).lock();
-                    s.gen += 1;
-                    self.tier.update(&mut s, key, true, |e| e.set_meta(value));
-                }
+                Space::Meta => by_key.push((keys::KeyBuf::Heap(key.clone()), i)),
                 Space::Data => {
-                    let Some(plen) = data_key_prefix_len(key) else {
-                        continue;
-                    };
-                    let tk = tier_key_of_data(&key[..plen]);
-                    let mut s = self.tier.shard_of(&tk).lock();
-                    s.gen += 1;
-                    self.tier
-                        .update(&mut s, &tk, false, |e| e.set_data(&key[plen..], value));
+                    if let Some(plen) = data_key_prefix_len(key) {
+                        by_key.push((tier_key_of_data(&key[..plen]), i));
+                    }
                 }
                 Space::Expiry => {}
             }
+        }
+        by_key.sort_by(|a, b| (*a.0).cmp(&*b.0).then(a.1.cmp(&b.1)));
+        let hints = batch.complete_versions();
+        let mut at = 0;
+        while at < by_key.len() {
+            let tk: &[u8] = &by_key[at].0;
+            let end = at + by_key[at..].iter().take_while(|(k, _)| **k == *tk).count();
+            let hint = hints
+                .iter()
+                .find(|(mk, _)| mk.as_slice() == tk)
+                .map(|h| h.1);
+            let create = hint.is_some()
+                || by_key[at..end]
+                    .iter()
+                    .any(|&(_, i)| ops[i].0 == Space::Meta);
+            let mut s = self.tier.shard_of(tk).lock();
+            s.gen += 1;
+            self.tier.update(&mut s, tk, create, |e| {
+                let mut delta = 0;
+                for &(_, i) in &by_key[at..end] {
+                    let (space, key, op) = &ops[i];
+                    let value = match op {
+                        Op::Put(v) => Some(v.as_slice()),
+                        Op::Delete => None,
+                    };
+                    delta += if *space == Space::Meta {
+                        e.set_meta(value)
+                    } else {
+                        // `db | len | key` is the tier key's bytes plus
+                        // the 4-byte length.
+                        e.set_data(&key[tk.len() + 4..], value)
+                    };
+                }
+                if let Some(v) = hint {
+                    delta += e.keep_only_version(v);
+                    e.complete = Complete::Version(v);
+                }
+                delta
+            });
+            drop(s);
+            at = end;
         }
     }
 }
@@ -613,7 +670,7 @@ impl Kv for TieredKv {
         self.tier
             .written_bytes
             .fetch_add(bytes as u64, Ordering::Relaxed);
-        self.apply(ops);
+        self.apply(batch);
         self.tier.evict_to_budget();
         Ok(())
     }
@@ -741,6 +798,39 @@ mod tests {
         let st = kv.tier().stats();
         assert_eq!(st.resident_keys, 1);
         assert!(st.hits >= 4);
+    }
+
+    #[test]
+    fn a_batch_holding_a_whole_new_version_makes_it_complete() {
+        let (kv, reads) = tiered(1 << 20);
+        let mut meta = crate::meta::KeyMeta {
+            version: 42,
+            expire_at_ms: 0,
+            big: false,
+            noint: false,
+            summary: crate::meta::Summary::Set { card: 2 },
+        };
+        let mk = keys::meta_key(0, b"s");
+        let mut b = WriteBatch::new();
+        b.put(Space::Meta, mk.clone(), meta.encode());
+        for m in [b"a", b"b"] {
+            b.put(Space::Data, keys::data_key(0, b"s", 42, m), Vec::new());
+        }
+        b.note_complete(mk.clone(), 42);
+        kv.write(b, Durability::Lazy).unwrap();
+        assert_eq!(
+            kv.get(Space::Data, &keys::data_key(0, b"s", 42, b"c"))
+                .unwrap(),
+            None
+        );
+        let prefix = keys::data_prefix(0, b"s", 42);
+        assert_eq!(kv.prefix(Space::Data, &prefix, false).count(), 2);
+        assert_eq!(reads.load(Ordering::Relaxed), 0);
+        // A new version (the key replaced) drops the old one's entries.
+        meta.version = 43;
+        put(&kv, Space::Meta, &mk, &meta.encode());
+        let mut s = kv.tier().shard_of(&mk).lock();
+        assert!(s.get_mut(&mk).unwrap().data.is_empty());
     }
 
     #[test]
