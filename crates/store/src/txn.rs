@@ -45,16 +45,16 @@ pub struct Txn {
     extra_locks: Vec<Held>,
     held: Held,
     /// tr-cache hook: container writes under live versions, for the
-    /// container cache at commit (recorded by `bitmaps.rs`).
-    pub(crate) cc_pending: crate::container_cache::Pending,
+    /// container cache at commit (recorded by `types::bitmap`).
+    pub(crate) cc_pending: crate::types::bitmap::container_cache::Pending,
     /// Bitmap containers this `Txn` wrote, by `(db, key version, block)`
     /// (a data version belongs to one key): what the block holds now.
-    /// Kept by `bitmaps.rs` so that a block edited again in the same
+    /// Kept by `types::bitmap` so that a block edited again in the same
     /// `Txn` (a pipeline's group, MULTI/EXEC) is read from here, not by a
     /// scan of the overlay merged with the `Kv`. A block absent from it
     /// is read as before. A map without entries allocates nothing, so a
     /// one-command `Txn` pays one small node at most.
-    pub(crate) bm_written: BTreeMap<(u16, u64, u16), crate::bitmaps::WrittenBlock>,
+    pub(crate) bm_written: BTreeMap<(u16, u64, u16), crate::types::bitmap::WrittenBlock>,
     /// Overlay keys written by [`Txn::data_put_fresh`] since the last
     /// spill, and their bytes (see [`SPILL_BYTES`]).
     fresh: Vec<Vec<u8>>,
@@ -126,7 +126,7 @@ impl Txn {
             stale_expiry: Vec::new(),
             extra_locks: Vec::new(),
             held,
-            cc_pending: crate::container_cache::Pending::default(),
+            cc_pending: crate::types::bitmap::container_cache::Pending::default(),
             bm_written: BTreeMap::new(),
             fresh: Vec::new(),
             fresh_bytes: 0,

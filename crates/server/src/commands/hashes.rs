@@ -3,7 +3,7 @@
 //! replies follow Redis 7.0 (RESP3 maps where Redis sends them).
 
 use roaringd_resp::{Args, Protocol};
-use roaringd_store::longdouble;
+use roaringd_store::compat::longdouble;
 use roaringd_store::Kind;
 
 use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};

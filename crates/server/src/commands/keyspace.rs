@@ -5,7 +5,7 @@
 //! texts follow Redis 7.0.
 
 use roaringd_resp::Args;
-use roaringd_store::keyspace::ExpireCond;
+use roaringd_store::types::keyspace::ExpireCond;
 use roaringd_store::{Kind, StoreError};
 
 use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec, KeySpecDoc};

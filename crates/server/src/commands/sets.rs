@@ -4,7 +4,7 @@
 //! where Redis sends them).
 
 use roaringd_resp::Args;
-use roaringd_store::sets::SetOp;
+use roaringd_store::types::sets::SetOp;
 use roaringd_store::Kind;
 
 use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec, KeySpecDoc};

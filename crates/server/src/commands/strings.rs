@@ -5,7 +5,7 @@
 //! texts follow Redis 7.0.
 
 use roaringd_resp::Args;
-use roaringd_store::strings::{ExpireUpdate, SetCond, SetOptions};
+use roaringd_store::types::strings::{ExpireUpdate, SetCond, SetOptions};
 use roaringd_store::StoreError;
 
 use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec};

@@ -11,10 +11,10 @@
 //! order) while the hash is small (≤ 128 fields, every field and value
 //! ≤ 64 bytes); past that it is `hashtable` for good and order is by field.
 
+use crate::compat::glob::glob_match;
+use crate::compat::number::{incr_float_text, parse_i64, FloatIncrError};
 use crate::error::{Result, StoreError};
-use crate::glob::glob_match;
 use crate::meta::{KeyMeta, Kind, Summary};
-use crate::number::{incr_float_text, parse_i64, FloatIncrError};
 use crate::sample;
 use crate::txn::{Pairs, Txn};
 

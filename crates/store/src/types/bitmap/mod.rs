@@ -7,7 +7,7 @@
 //! the container's serialized bytes exactly as the bitmap engine keeps them.
 //! A container of [`delta::DELTA_MIN_BYTES`] or more may also carry up to
 //! [`delta::MAX_DELTAS`] delta entries (small edits stored beside it, see
-//! [`crate::bitmap_delta`]); every read sees the container with them
+//! [`delta`]); every read sees the container with them
 //! applied. Stored bytes are untrusted: every read goes through
 //! [`ContainerView::parse`], and a bad entry is `Corrupt`, never a panic.
 //!
@@ -26,6 +26,12 @@
 //! are named on each function. Empty bitmaps are kept as keys (open point 7);
 //! values written by whole-value replacements carry no TTL (open point 14).
 
+pub mod block_facts;
+pub mod container_cache;
+pub mod delta;
+pub mod dirty;
+pub mod oplog;
+
 use std::iter::Peekable;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -33,17 +39,17 @@ use std::sync::Arc;
 use roaringd_bitmap::setops;
 use roaringd_bitmap::{Bitmap, ContainerBuf, ContainerRef, ContainerView, Kind as CKind};
 
-use crate::bitmap_delta::{self as delta, Folded, FoldedBlock};
-use crate::block_facts::{low_sum, BlockFacts};
-use crate::container_cache::{
-    deltas_of, facts_of, held_charge, padded, padded_by, padded_with, prefetch, set_facts,
-    ContainerCache, Held, Snap, PAD,
-};
 use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::kv::Space;
 use crate::meta::{BitmapSummary, KeyMeta, Kind, Summary};
 use crate::txn::{take_chunk, Txn};
+use block_facts::{low_sum, BlockFacts};
+use container_cache::{
+    deltas_of, facts_of, held_charge, padded, padded_by, padded_with, prefetch, set_facts,
+    ContainerCache, Held, Snap, PAD,
+};
+use delta::{Folded, FoldedBlock};
 
 /// Values per container.
 const BLOCK: u64 = 1 << 16;
@@ -636,7 +642,7 @@ impl Txn {
     /// The write-back tier's TR.SETBIT (`docs/handoff/write-back-tier.md`,
     /// step 4): edits a copy of the container (a bitset that stays one and
     /// that the dirty map alone holds: in place,
-    /// [`crate::dirty::Dirty::record_in_place`]),
+    /// [`dirty::Dirty::record_in_place`]),
     /// keeps it and the new summary in the dirty map and appends the edit
     /// to the operation log (synced by the commit under `always`); nothing
     /// is written to the `Kv`. Returns the bit's previous value, or
@@ -729,7 +735,7 @@ impl Txn {
                     if let Some(f) = facts {
                         set_facts(Arc::get_mut(&mut bytes).expect("a new Arc"), f);
                     }
-                    let block = crate::dirty::DirtyBlock {
+                    let block = dirty::DirtyBlock {
                         bytes,
                         stored_deltas: n,
                     };
@@ -770,7 +776,7 @@ impl Txn {
         if let Some(f) = old_facts.and_then(|f| f.after_flip(new, lo, value)) {
             set_facts(Arc::get_mut(&mut bytes).expect("a new Arc"), f);
         }
-        let block = crate::dirty::DirtyBlock {
+        let block = dirty::DirtyBlock {
             bytes,
             stored_deltas: n,
         };
@@ -2297,7 +2303,7 @@ impl Txn {
         let body: usize = out.iter().map(|(_, b)| 6 + b.len() - PAD).sum();
         let padded_bytes: usize = out.iter().map(|(_, b)| b.len()).sum();
         if out.is_empty()
-            || body > crate::oplog::MAX_VALUE
+            || body > oplog::MAX_VALUE
             || !self.inner.dirty.has_room(padded_bytes as u64)
         {
             return Ok(Some(out));
@@ -2316,7 +2322,7 @@ impl Txn {
         }
         let version = self.new_data_version()?;
         // One list for the log record and the dirty map.
-        let blocks: crate::dirty::ValueBlocks = out.into();
+        let blocks: dirty::ValueBlocks = out.into();
         let meta = KeyMeta {
             version,
             expire_at_ms: 0,
@@ -2356,7 +2362,7 @@ impl Txn {
         blocks: &[u8],
     ) -> Result<Option<u64>> {
         let bad = || StoreError::corrupt("operation log: bad value record");
-        let list = crate::oplog::decode_blocks(blocks).ok_or_else(bad)?;
+        let list = oplog::decode_blocks(blocks).ok_or_else(bad)?;
         match self.meta_of(db, key, Kind::Bitmap) {
             Err(StoreError::WrongType) => return Ok(None),
             r => r?,
@@ -2891,7 +2897,7 @@ mod tests {
     /// the container with its deltas applied.
     #[test]
     fn deltas_fold_and_read_back_everywhere() {
-        for budget in [crate::container_cache::DEFAULT_BYTES, 0] {
+        for budget in [container_cache::DEFAULT_BYTES, 0] {
             let st = store();
             st.set_container_cache_bytes(budget);
             let mut model = BTreeSet::new();
@@ -2975,7 +2981,7 @@ mod tests {
     /// every read exact; with the container cache default, tiny and off.
     #[test]
     fn many_edits_of_one_block_in_one_txn_match_a_model() {
-        for budget in [crate::container_cache::DEFAULT_BYTES, 16 * 1024, 0] {
+        for budget in [container_cache::DEFAULT_BYTES, 16 * 1024, 0] {
             let st = store();
             st.set_container_cache_bytes(budget);
             let mut model = BTreeSet::new();
@@ -3109,7 +3115,7 @@ mod tests {
         fn one_txn_of_edits_matches_a_model(
             steps in proptest::collection::vec(txn_step(), 1..250),
             budget in proptest::sample::select(vec![
-                crate::container_cache::DEFAULT_BYTES, 16 * 1024, 0,
+                container_cache::DEFAULT_BYTES, 16 * 1024, 0,
             ]),
         ) {
             let st = store();
@@ -3195,7 +3201,7 @@ mod tests {
     /// destination also a source and holding delta entries.
     #[test]
     fn bitop_rewrites_an_existing_destination_in_place() {
-        for budget in [crate::container_cache::DEFAULT_BYTES, 0] {
+        for budget in [container_cache::DEFAULT_BYTES, 0] {
             let st = store();
             st.set_container_cache_bytes(budget);
             let set = |key: &[u8], vals: &[u32]| {
@@ -3281,7 +3287,7 @@ mod tests {
             let v1 = version(b"d");
             let mut t = st.begin(&[(0, b"d")]);
             let at = i64::try_from(crate::now_ms()).unwrap() + 100_000;
-            t.expire_at(0, b"d", at, crate::keyspace::ExpireCond::default())
+            t.expire_at(0, b"d", at, crate::types::keyspace::ExpireCond::default())
                 .unwrap();
             t.tr_bitop(0, b"d", BitOp::Or, &[b"b", b"a"]).unwrap();
             check(&mut t, b"d", &union);
@@ -3585,7 +3591,7 @@ mod tests {
     /// is set until its writer clears it), and the final state is exact.
     #[test]
     fn container_cache_is_coherent_under_concurrency() {
-        for budget in [64 * 1024, crate::container_cache::DEFAULT_BYTES] {
+        for budget in [64 * 1024, container_cache::DEFAULT_BYTES] {
             let st = std::sync::Arc::new(store());
             st.set_container_cache_bytes(budget);
             let keys: [&[u8]; 2] = [b"p", b"q"];
@@ -3644,7 +3650,7 @@ mod tests {
 
     #[test]
     fn container_cache_is_coherent_default_budget() {
-        container_cache_coherence(crate::container_cache::DEFAULT_BYTES);
+        container_cache_coherence(container_cache::DEFAULT_BYTES);
     }
 
     #[test]

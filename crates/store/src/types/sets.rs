@@ -7,10 +7,10 @@
 //! integer and there are at most 512 of them, then `hashtable` for good.
 //! Small (intset) sets list members in numeric order, as Redis does.
 
+use crate::compat::glob::glob_match;
+use crate::compat::number::parse_i64;
 use crate::error::Result;
-use crate::glob::glob_match;
 use crate::meta::{KeyMeta, Kind, Summary};
-use crate::number::parse_i64;
 use crate::sample;
 use crate::txn::{Pairs, Txn};
 

@@ -4,7 +4,7 @@
 //! human float format of INCRBYFLOAT / HINCRBYFLOAT (fixed notation, at most
 //! 17 decimals, trailing zeros removed).
 //!
-//! Float increments go through [`crate::longdouble`] (exact `long double`
+//! Float increments go through [`crate::compat::longdouble`] (exact `long double`
 //! emulation, as Redis computes them); [`parse_f64`] and
 //! [`format_float_human`] are the `f64` forms for other callers.
 
@@ -128,11 +128,11 @@ pub enum FloatIncrError {
 /// # Errors
 /// Which operand is not a float, or a non-finite result.
 pub fn incr_float_text(current: &[u8], incr: &[u8]) -> Result<Vec<u8>, FloatIncrError> {
-    match crate::longdouble::add_text(current, incr) {
+    match crate::compat::longdouble::add_text(current, incr) {
         Ok(Some(text)) => Ok(text),
         Ok(None) => Err(FloatIncrError::NanOrInfinity),
-        Err(crate::longdouble::BadOperand::Current) => Err(FloatIncrError::Current),
-        Err(crate::longdouble::BadOperand::Increment) => Err(FloatIncrError::Increment),
+        Err(crate::compat::longdouble::BadOperand::Current) => Err(FloatIncrError::Current),
+        Err(crate::compat::longdouble::BadOperand::Increment) => Err(FloatIncrError::Increment),
     }
 }
 
