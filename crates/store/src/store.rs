@@ -596,7 +596,7 @@ impl Store {
     /// it). A single-bit edit of such a `Txn` may be taken by the tier.
     pub fn begin_keep_dirty(&self, keys: &[(u16, &[u8])]) -> Txn {
         let mut t = Txn::new(Arc::clone(&self.inner), self.inner.locks.lock_keys(keys));
-        t.keep_dirty = true;
+        t.bm.keep_dirty();
         t
     }
 
@@ -616,7 +616,7 @@ impl Store {
             }
         }
         if !twice {
-            t.keep_dest = Some(keys::meta_key(keep.0, keep.1));
+            t.bm.keep_dest(keys::meta_key(keep.0, keep.1));
         }
         t
     }

@@ -22,7 +22,7 @@ impl Txn {
     /// # Errors
     /// `WrongType`.
     pub fn tr_setbit(&mut self, db: u16, key: &[u8], off: u32, value: bool) -> Result<bool> {
-        if self.keep_dirty {
+        if self.bm.keep_dirty {
             if self.writes_nothing() && self.inner.dirty.enabled() {
                 if let Some(prev) = self.bm_setbit_dirty(db, key, off, value)? {
                     return Ok(prev);

@@ -17,12 +17,12 @@ use crate::meta::BitmapSummary;
 use crate::txn::Txn;
 
 use super::block_facts::BlockFacts;
-use super::block_write::WrittenBlock;
 use super::bytes::{fold_first, view, Bytes};
 use super::container_cache::{held_charge, padded_with, Held, PAD};
 use super::delta::{self, Folded};
 use super::stream::FillScan;
 use super::summary::key_bytes;
+use super::txn_state::WrittenBlock;
 
 impl Txn {
     /// The bytes of container `hi` of a key version, deltas applied: with
@@ -40,7 +40,7 @@ impl Txn {
         hi: u16,
         s: Option<&BitmapSummary>,
     ) -> Result<Option<Bytes>> {
-        match self.bm_written.get(&(db, version, hi)) {
+        match self.bm.written.get(&(db, version, hi)) {
             Some(WrittenBlock::Gone) => return Ok(None),
             Some(WrittenBlock::Folded(a, _)) => return Ok(Some(Bytes::Shared(Arc::clone(a)))),
             // Unless a spill of fresh entries moved it to the `Kv`.
@@ -247,7 +247,7 @@ impl Txn {
         // (the server's rows marked `TierUse::KeepDirty` are point and summary reads only),
         // nor does TR.BITOP stream the destination it kept dirty.
         debug_assert!(
-            (!self.keep_dirty && self.keep_dest.is_none()) || !self.dirty_unabsorbed(db, key),
+            (!self.bm.keep_dirty && self.bm.keep_dest.is_none()) || !self.dirty_unabsorbed(db, key),
             "keep_dirty stream of a dirty key"
         );
         self.inner.ccache.enabled()

@@ -19,21 +19,7 @@ use super::bytes::join;
 use super::container_cache::padded_with;
 use super::delta;
 use super::summary::{census, container_sum, Edit};
-
-/// A bitmap container as a `Txn` left it ([`Txn::bm_written`]).
-#[derive(Debug)]
-pub(crate) enum WrittenBlock {
-    /// Deleted, with its deltas.
-    Gone,
-    /// The container entry in the overlay, with no deltas.
-    Entry,
-    /// The container with its deltas applied, padded with their count
-    /// ([`padded`](super::container_cache::padded)), as the container cache holds it; with the index of
-    /// the delta record that gave it to the `Txn`'s cache records, if any.
-    /// The bytes are a `ContainerBuf`'s own encoding (read back without
-    /// the full validation, as cache entries are: [`ContainerBytes`](super::bytes::ContainerBytes)).
-    Folded(Arc<[u8]>, Option<usize>),
-}
+use super::txn_state::WrittenBlock;
 
 impl Txn {
     /// Records a container write under a live version for the container
@@ -41,7 +27,7 @@ impl Txn {
     pub(super) fn bm_note_write(&mut self, db: u16, key: &[u8], version: u64, hi: u16) {
         if self.inner.ccache.enabled() {
             let dk = keys::data_key(db, key, version, &hi.to_be_bytes());
-            self.cc_pending.record(version, hi, dk);
+            self.bm.cc_pending.record(version, hi, dk);
         }
     }
 
@@ -64,19 +50,12 @@ impl Txn {
         let container = padded_with(new.as_bytes(), seq + 1, facts);
         let record = self.inner.ccache.enabled().then(|| {
             let dk = keys::data_key(db, key, version, &sub);
-            self.cc_pending
+            self.bm
+                .cc_pending
                 .record_known((version, hi, dk), Arc::clone(&container), true)
         });
-        self.bm_written_set((db, version, hi), WrittenBlock::Folded(container, record));
-    }
-
-    /// Sets what block `(db, version, hi)` holds in this `Txn` after a
-    /// write that also recorded it for the container cache (when on):
-    /// the block's previous delta record, if any, is superseded.
-    pub(super) fn bm_written_set(&mut self, block: (u16, u64, u16), now: WrittenBlock) {
-        if let Some(WrittenBlock::Folded(_, Some(i))) = self.bm_written.insert(block, now) {
-            self.cc_pending.supersede(i);
-        }
+        self.bm
+            .written_set((db, version, hi), WrittenBlock::Folded(container, record));
     }
 
     /// Deletes the `n` delta entries of container `hi` (its container
@@ -93,7 +72,7 @@ impl Txn {
     /// container is big, it has room for one more delta, and the edit is
     /// small. A block may take several deltas in one `Txn`: the container
     /// cache applies its records in order, and later reads in the `Txn`
-    /// find the block in [`Txn::bm_written`].
+    /// find the block in [`BitmapTxnState::written`](super::txn_state::BitmapTxnState::written).
     fn bm_delta_fits((n, ops, new): (u16, &[(u16, bool)], &ContainerBuf)) -> bool {
         !ops.is_empty()
             && ops.len() <= delta::MAX_DELTA_OPS
@@ -146,7 +125,7 @@ impl Txn {
                     self.data_delete(db, key, version, &sub);
                     self.bm_drop_deltas(db, key, e, hi, n);
                     self.bm_note_write(db, key, version, hi);
-                    self.bm_written_set((db, version, hi), WrittenBlock::Gone);
+                    self.bm.written_set((db, version, hi), WrittenBlock::Gone);
                 }
             }
             _ => {
@@ -158,11 +137,11 @@ impl Txn {
                     Some(f) => {
                         let dk = keys::data_key(db, key, version, &sub);
                         let bytes = padded_with(new.as_bytes(), 0, Some(f));
-                        self.cc_pending.record_update((version, hi, dk), bytes);
+                        self.bm.cc_pending.record_update((version, hi, dk), bytes);
                     }
                     None => self.bm_note_write(db, key, version, hi),
                 }
-                self.bm_written_set((db, version, hi), WrittenBlock::Entry);
+                self.bm.written_set((db, version, hi), WrittenBlock::Entry);
             }
         }
         // Extremes: only the edited block can move them.

@@ -58,6 +58,7 @@ mod reads;
 mod setops;
 mod stream;
 mod summary;
+mod txn_state;
 mod write_back;
 
 #[cfg(test)]
@@ -66,7 +67,7 @@ mod tests;
 pub use range_writes::RangeOp;
 pub use setops::BitOp;
 
-pub(crate) use block_write::WrittenBlock;
 /// For the write-back tier's model tests (`dirty.rs`).
 #[cfg(test)]
 pub(crate) use summary::summary_of_bitmap;
+pub(crate) use txn_state::BitmapTxnState;

@@ -335,9 +335,9 @@ impl Txn {
                 out.push((hi, piece.bytes().to_vec()));
             })?;
         }
-        if self.keep_dest.is_some() {
+        if self.bm.keep_dest.is_some() {
             // Refused by the tier: the normal path, on a clean key.
-            self.keep_dest = None;
+            self.bm.keep_dest = None;
             self.bm_absorb(&keys::KeyBuf::meta(db, dest));
         }
         let prev = self.meta_of(db, dest, Kind::Bitmap)?;
@@ -383,7 +383,8 @@ impl Txn {
         let olds = self.bm_old_blocks(db, dest, (version, &ps), out)?;
         // Read from the overlay from now on (rare: an edit and a TR.BITOP
         // into the same key in one `Txn`).
-        self.bm_written
+        self.bm
+            .written
             .retain(|&(d, v, _), _| (d, v) != (db, version));
         let mut gone: Vec<(u16, u16)> = Vec::new();
         let mut write = vec![true; out.len()];
@@ -422,7 +423,8 @@ impl Txn {
             let sub = hi.to_be_bytes();
             if fill {
                 let dk = keys::data_key(db, dest, version, &sub);
-                self.cc_pending
+                self.bm
+                    .cc_pending
                     .record_known((version, *hi, dk), padded(bytes, 0), false);
             } else {
                 self.bm_note_write(db, dest, version, *hi);
@@ -432,7 +434,7 @@ impl Txn {
         if fill {
             // The version now holds exactly the result's blocks.
             let blocks: Vec<u16> = out.iter().map(|(hi, _)| *hi).collect();
-            self.cc_pending.record_dir(version, blocks.into());
+            self.bm.cc_pending.record_dir(version, blocks.into());
         }
         Ok(())
     }

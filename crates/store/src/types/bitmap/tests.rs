@@ -291,7 +291,7 @@ fn many_edits_of_one_block_in_one_txn_match_a_model() {
         assert!(seen > 20, "deltas seen in the Txn: {seen}");
         // One container copy kept for the cache per block, not one per
         // edit.
-        assert!(t.cc_pending.containers_held() <= 1, "{budget}");
+        assert!(t.bm.cc_pending.containers_held() <= 1, "{budget}");
         check(&mut t, b"k", &model);
         t.commit().unwrap();
         let mut t = st.begin(&[]);

@@ -16,12 +16,12 @@ use crate::keys;
 use crate::meta::{BitmapSummary, KeyMeta, Kind, Summary};
 use crate::txn::Txn;
 
-use super::block_write::WrittenBlock;
 use super::bytes::{cached_facts, split, view, Bytes, ContainerBytes};
 use super::container_cache::{deltas_of, facts_of, padded, padded_by, padded_with, set_facts, PAD};
 use super::delta;
 use super::setops::KeptBlocks;
 use super::summary::{census, census_bitset_flip, summary_of, summary_point, summary_push};
+use super::txn_state::WrittenBlock;
 use super::{dirty, oplog};
 
 impl Txn {
@@ -128,7 +128,7 @@ impl Txn {
                     dirty.record(&mk, meta, hi, block, seq);
                 }
             }
-            self.oplog_appended = true;
+            self.bm.oplog_appended = true;
             self.touch(db, key);
             return Ok(Some(prev));
         }
@@ -181,10 +181,31 @@ impl Txn {
             dirty.record(&keys::KeyBuf::meta(db, key), meta, hi, block, seq);
         }
         // Synced by the commit under `always`, off the I/O threads.
-        self.oplog_appended = true;
+        self.bm.oplog_appended = true;
         // Watchers of the key see the write.
         self.touch(db, key);
         Ok(Some(prev))
+    }
+
+    /// Absorb hook of a key this `Txn` locks after it began
+    /// (`Txn::ensure_locked`): [`Txn::bm_absorb`] when anything is dirty
+    /// (one atomic load when nothing is).
+    pub(crate) fn absorb_dirty(&mut self, db: u16, key: &[u8]) {
+        if !self.inner.dirty.is_empty() {
+            self.bm_absorb(&keys::KeyBuf::meta(db, key));
+        }
+    }
+
+    /// True when `key` is dirty and not absorbed by this `Txn` (the debug
+    /// builds' check of the `keep_dirty` contract in `bm_clean`).
+    pub(super) fn dirty_unabsorbed(&self, db: u16, key: &[u8]) -> bool {
+        let mk = keys::KeyBuf::meta(db, key);
+        self.inner.dirty.meta(&mk).is_some()
+            && !self
+                .bm
+                .absorbed
+                .iter()
+                .any(|(k, _)| k.as_slice() == &mk[..])
     }
 
     /// Absorbs dirty key `mk` (meta key) into this `Txn`, if dirty: each
@@ -193,7 +214,7 @@ impl Txn {
     /// of its last log record; the dirty entry is dropped after the
     /// commit (`docs/handoff/write-back-tier.md`, step 5).
     pub(crate) fn bm_absorb(&mut self, mk: &[u8]) {
-        if self.absorbed.iter().any(|(k, _)| k.as_slice() == mk) {
+        if self.bm.absorbed.iter().any(|(k, _)| k.as_slice() == mk) {
             return;
         }
         let Some(d) = self.inner.dirty.get(mk) else {
@@ -220,18 +241,19 @@ impl Txn {
                     padded_with(&bytes[PAD..], 0, facts_of(bytes))
                 };
                 let dk = keys::data_key(db, &key, version, &hi.to_be_bytes());
-                self.cc_pending.record_update((version, hi, dk), bytes);
+                self.bm.cc_pending.record_update((version, hi, dk), bytes);
             }
-            self.bm_written_set((db, version, hi), WrittenBlock::Entry);
+            self.bm.written_set((db, version, hi), WrittenBlock::Entry);
         }
         let meta = KeyMeta {
             summary: Summary::Bitmap(s),
             ..d.meta
         };
         self.absorb_meta(mk, meta);
-        self.internal_puts
+        self.bm
+            .internal_puts
             .push(crate::store::wb_key(d.last_seq, db, version, &key));
-        self.absorbed.push((mk.to_vec(), d.last_seq));
+        self.bm.absorbed.push((mk.to_vec(), d.last_seq));
     }
 
     /// True when [`Txn::bm_bitop_dirty`] may take a result into `dest`,
@@ -244,7 +266,7 @@ impl Txn {
     /// `None` (it surfaces again on the ordinary path).
     pub(super) fn tier_may_take(&mut self, db: u16, dest: &[u8]) -> Option<BitmapSummary> {
         let mk = keys::KeyBuf::meta(db, dest);
-        if self.keep_dest.as_deref() != Some(&mk[..])
+        if self.bm.keep_dest.as_deref() != Some(&mk[..])
             || !self.writes_nothing()
             || !self.inner.dirty.enabled()
         {
@@ -318,7 +340,7 @@ impl Txn {
             let seq = log.append_value(db, version, dest, Arc::clone(&blocks), PAD)?;
             dirty.record_value(&mk, meta, blocks, seq);
         }
-        self.oplog_appended = true;
+        self.bm.oplog_appended = true;
         self.touch(db, dest);
         Ok(None)
     }
