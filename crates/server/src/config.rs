@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use roaringd_store::glob_match_nocase;
+use roaringd_compat::glob::glob_match_nocase;
 
 /// `appendfsync`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

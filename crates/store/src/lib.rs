@@ -7,8 +7,8 @@
 //! [`txn`] (a transaction with its write overlay and one-batch commit); and
 //! the typed operations on a `Txn`, one module per family under [`types`]:
 //! [`types::keyspace`], [`types::strings`], [`types::sets`],
-//! [`types::hashes`], [`types::bitmap`]. [`compat`] holds Redis's glob and
-//! number rules.
+//! [`types::hashes`], [`types::bitmap`]. Redis's glob and number rules are
+//! the `roaringd-compat` crate's.
 //!
 //! Design notes (see also docs/architecture.md):
 //! - Every key has a unique version (`epoch << 40 | seq`, epoch persisted
@@ -28,7 +28,6 @@
 //!   member / field for elements) is at most 65,535 bytes (fjall's limit),
 //!   reported as `StoreError::KeyTooLong`.
 
-pub mod compat;
 pub mod error;
 pub mod keys;
 pub mod kv;
@@ -39,7 +38,6 @@ pub mod store;
 pub mod txn;
 pub mod types;
 
-pub use compat::glob::{glob_match, glob_match_nocase};
 pub use error::{Result, StoreError};
 pub use kv::{Durability, Kv, KvRead, KvStats, Space, WriteBatch};
 pub use meta::{BitmapSummary, KeyMeta, Kind, KindCensus, MetaBrief, Summary, BITMAP_TYPE_NAME};

@@ -3,14 +3,14 @@
 //! FLUSHALL, OBJECT ENCODING, MEMORY USAGE, and the active-expiry step.
 //! Every method takes the database explicitly; times are Unix milliseconds.
 
-use crate::compat::glob::{glob_match, literal_prefix};
-use crate::compat::number::parse_i64;
 use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::kv::{Space, WriteBatch};
 use crate::meta::{Kind, Summary};
 use crate::store::{counts_key, encode_counts, now_ms, DbStats};
 use crate::txn::{take_chunk, Txn};
+use roaringd_compat::glob::{glob_match, literal_prefix};
+use roaringd_compat::number::parse_i64;
 use std::ops::Bound;
 
 /// Conditions of EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (Redis 7); each

@@ -7,12 +7,12 @@
 //! integer and there are at most 512 of them, then `hashtable` for good.
 //! Small (intset) sets list members in numeric order, as Redis does.
 
-use crate::compat::glob::glob_match;
-use crate::compat::number::parse_i64;
 use crate::error::Result;
 use crate::meta::{KeyMeta, Kind, Summary};
 use crate::sample;
 use crate::txn::{Pairs, Txn};
+use roaringd_compat::glob::glob_match;
+use roaringd_compat::number::parse_i64;
 
 /// `set-max-intset-entries` default.
 pub const MAX_INTSET_ENTRIES: u64 = 512;

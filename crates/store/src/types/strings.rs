@@ -2,10 +2,10 @@
 //! GET), GETDEL, GETEX, INCRBY/DECRBY, INCRBYFLOAT, APPEND, STRLEN,
 //! GETRANGE, SETRANGE. Strings live inline in the key's meta entry.
 
-use crate::compat::number::{incr_float_text, parse_i64, FloatIncrError};
 use crate::error::{Result, StoreError};
 use crate::meta::{KeyMeta, Kind, Summary};
 use crate::txn::Txn;
+use roaringd_compat::number::{incr_float_text, parse_i64, FloatIncrError};
 
 /// Largest string Redis allows (`proto-max-bulk-len` default, 512 MiB).
 pub const MAX_STRING: usize = 512 << 20;
