@@ -6,7 +6,9 @@
 //! match keywords case-insensitively (`eat_keyword`) and end with
 //! [`Args::finish`], so leftover arguments are rejected in one place.
 //! Errors are [`ArgError`]s, which the server maps to Redis's reply texts.
+//! The number rules themselves are `roaringd_compat::number`'s.
 
+use roaringd_compat::number::{parse_f64, parse_i64, parse_u64};
 use std::ops::Range;
 
 /// Where one argument lies in a request buffer (byte offsets, end exclusive).
@@ -192,77 +194,6 @@ impl<'a> Args<'a> {
     }
 }
 
-/// Parses a signed integer with Redis's `string2ll` rules.
-pub fn parse_i64(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match s[0] {
-        b'-' => (true, &s[1..]),
-        _ => (false, s),
-    };
-    let mag = parse_digits(digits)?;
-    if neg {
-        if mag > (i64::MAX as u64) + 1 {
-            None
-        } else {
-            Some((mag as i64).wrapping_neg())
-        }
-    } else {
-        i64::try_from(mag).ok()
-    }
-}
-
-/// Parses an unsigned integer: decimal digits, no sign, no leading zeros.
-pub fn parse_u64(s: &[u8]) -> Option<u64> {
-    if s == b"0" {
-        return Some(0);
-    }
-    if s.len() > 20 {
-        return None;
-    }
-    parse_digits(s)
-}
-
-/// `[1-9][0-9]*` without overflow.
-fn parse_digits(d: &[u8]) -> Option<u64> {
-    let (&first, rest) = d.split_first()?;
-    if !(b'1'..=b'9').contains(&first) {
-        return None;
-    }
-    let mut v = u64::from(first - b'0');
-    for &c in rest {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    Some(v)
-}
-
-/// Parses a double with Redis's `string2d` rules.
-pub fn parse_f64(s: &[u8]) -> Option<f64> {
-    if s.is_empty() || s.len() > 5 * 1024 || s[0].is_ascii_whitespace() {
-        return None;
-    }
-    let text = std::str::from_utf8(s).ok()?;
-    let v: f64 = text.parse().ok()?;
-    if v.is_nan() {
-        return None;
-    }
-    if v.is_infinite() {
-        // strtod reports overflow (ERANGE) for finite literals that do not fit.
-        let t = text.trim_start_matches(['+', '-']);
-        if !(t.eq_ignore_ascii_case("inf") || t.eq_ignore_ascii_case("infinity")) {
-            return None;
-        }
-    }
-    Some(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,41 +212,6 @@ mod tests {
             end: buf.len(),
         });
         out
-    }
-
-    #[test]
-    fn integers_follow_string2ll() {
-        assert_eq!(parse_i64(b"0"), Some(0));
-        assert_eq!(parse_i64(b"-1"), Some(-1));
-        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
-        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [
-            &b""[..],
-            b"-0",
-            b"+1",
-            b"01",
-            b" 1",
-            b"1 ",
-            b"9223372036854775808",
-            b"1.0",
-            b"-",
-        ] {
-            assert_eq!(parse_i64(bad), None, "{:?}", bad);
-        }
-        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_u64(b"18446744073709551616"), None);
-        assert_eq!(parse_u64(b"-1"), None);
-    }
-
-    #[test]
-    fn floats_follow_string2d() {
-        assert_eq!(parse_f64(b"1.5"), Some(1.5));
-        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
-        assert_eq!(parse_f64(b"+inf"), Some(f64::INFINITY));
-        assert_eq!(parse_f64(b"1e3"), Some(1000.0));
-        for bad in [&b""[..], b"nan", b" 1", b"1 ", b"1e400", b"abc"] {
-            assert_eq!(parse_f64(bad), None, "{:?}", bad);
-        }
     }
 
     #[test]

@@ -301,7 +301,7 @@ fn header_line(
     if cr + 1 >= buf.len() {
         return Ok(None);
     }
-    let n = crate::args::parse_i64(&buf[at + 1..cr]);
+    let n = roaringd_compat::number::parse_i64(&buf[at + 1..cr]);
     Ok(Some((n, cr + 2)))
 }
 

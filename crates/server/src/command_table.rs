@@ -386,7 +386,7 @@ impl KeySpec {
             KeySpec::NumKeys { numkeys } => {
                 let n = args
                     .get(numkeys)
-                    .and_then(roaringd_resp::args::parse_u64)
+                    .and_then(roaringd_compat::number::parse_u64)
                     .unwrap_or(0) as usize;
                 let end = (numkeys + 1).saturating_add(n).min(argc);
                 out.extend(numkeys + 1..end);

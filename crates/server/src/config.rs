@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use roaringd_store::glob_match_nocase;
+use roaringd_compat::glob::glob_match_nocase;
 
 /// `appendfsync`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -280,8 +280,8 @@ impl Default for Config {
             maxmemory_policy: "allkeys-lru".into(),
             maxmemory_samples: 5,
             cache_bytes: 64 * 1024 * 1024,
-            container_cache_bytes: roaringd_store::container_cache::DEFAULT_BYTES,
-            write_back_bytes: roaringd_store::dirty::DEFAULT_BUDGET,
+            container_cache_bytes: roaringd_store::types::bitmap::container_cache::DEFAULT_BYTES,
+            write_back_bytes: roaringd_store::types::bitmap::dirty::DEFAULT_BUDGET,
             max_reply_bytes: 512 * 1024 * 1024,
             daemonize: false,
             appendonly: true,

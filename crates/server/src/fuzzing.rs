@@ -573,7 +573,10 @@ fn allowed(req: &[Vec<u8>]) -> bool {
         Some(sub) if !entry.subs.is_empty() => entry.sub(sub).unwrap_or(entry),
         _ => entry,
     };
-    let number = |i: usize| req.get(i).and_then(|a| roaringd_resp::args::parse_i64(a));
+    let number = |i: usize| {
+        req.get(i)
+            .and_then(|a| roaringd_compat::number::parse_i64(a))
+    };
     match entry.full_name {
         name if SKIPPED.contains(&name) => false,
         "config|set" => !req[2..].iter().step_by(2).any(|name| {

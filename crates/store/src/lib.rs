@@ -1,12 +1,14 @@
 //! Key layout and data-type semantics on the embedded LSM store.
 //!
-//! Layers, bottom up: [`kv`] (the narrow storage trait) with [`kv_lsm`]
-//! (fjall, the only file naming it) and [`kv_mem`] (in memory); [`keys`]
+//! Layers, bottom up: [`kv`] (the narrow storage trait) with [`kv::lsm`]
+//! (fjall, the only file naming it) and [`kv::mem`] (in memory); [`keys`]
 //! and [`meta`] (entry layout and codecs); [`locks`] and [`store`] (the
 //! `Store` handle: versions, locks, counters, sync mode, active expiry);
 //! [`txn`] (a transaction with its write overlay and one-batch commit); and
-//! the typed operations on a `Txn`, one file per family: [`keyspace`],
-//! [`strings`], [`sets`], [`hashes`].
+//! the typed operations on a `Txn`, one module per family under [`types`]:
+//! [`types::keyspace`], [`types::strings`], [`types::sets`],
+//! [`types::hashes`], [`types::bitmap`]. Redis's glob and number rules are
+//! the `roaringd-compat` crate's.
 //!
 //! Design notes (see also docs/architecture.md):
 //! - Every key has a unique version (`epoch << 40 | seq`, epoch persisted
@@ -26,33 +28,18 @@
 //!   member / field for elements) is at most 65,535 bytes (fjall's limit),
 //!   reported as `StoreError::KeyTooLong`.
 
-pub mod bitmap_delta;
-pub mod bitmaps;
-pub mod block_facts;
-pub mod container_cache;
-pub mod dirty;
 pub mod error;
-pub mod glob;
-pub mod hashes;
 pub mod keys;
-pub mod keyspace;
 pub mod kv;
-pub mod kv_lsm;
-pub mod kv_mem;
 pub mod locks;
-pub mod longdouble;
 pub mod meta;
-pub mod number;
-pub mod oplog;
 pub mod sample;
-pub mod sets;
 pub mod store;
-pub mod strings;
 pub mod tier;
 pub mod txn;
+pub mod types;
 
 pub use error::{Result, StoreError};
-pub use glob::{glob_match, glob_match_nocase};
 pub use kv::{Durability, Kv, KvRead, KvStats, Space, WriteBatch};
 pub use meta::{BitmapSummary, KeyMeta, Kind, KindCensus, MetaBrief, Summary, BITMAP_TYPE_NAME};
 pub use store::{now_ms, DbStats, Store, StoreConfig, StoreStats, SyncMode};

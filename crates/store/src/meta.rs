@@ -92,7 +92,7 @@ pub struct BitmapSummary {
     /// Census by kind: array, bitset, run.
     pub kinds: [KindCensus; 3],
     /// Number of delta `data` entries (small edits stored beside their
-    /// container until they are folded into it; see `bitmaps.rs`). When 0,
+    /// container until they are folded into it; see `types::bitmap`). When 0,
     /// a container is read by a point lookup of its own entry.
     pub deltas: u64,
 }

@@ -4,13 +4,14 @@
 
 use crate::error::{Result, StoreError};
 use crate::keys::{self, INTERNAL_DB};
+use crate::kv::lsm::LsmKv;
+use crate::kv::mem::MemKv;
 use crate::kv::{DataGc, Durability, Kv, KvStats, Space, WriteBatch};
-use crate::kv_lsm::LsmKv;
-use crate::kv_mem::MemKv;
 use crate::locks::Locks;
 use crate::meta::KeyMeta;
 use crate::tier::{Tier, TieredKv};
 use crate::txn::Txn;
+use crate::types::bitmap::{container_cache, dirty, oplog};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
@@ -193,10 +194,10 @@ pub(crate) struct Inner {
     pub(crate) keyspace_hits: std::sync::atomic::AtomicU64,
     pub(crate) keyspace_misses: std::sync::atomic::AtomicU64,
     /// tr-cache hook: the in-process container cache (container_cache.rs).
-    pub(crate) ccache: crate::container_cache::ContainerCache,
+    pub(crate) ccache: container_cache::ContainerCache,
     /// The bitmap write-back tier: dirty keys and the operation log
     /// (dirty.rs, oplog.rs).
-    pub(crate) dirty: crate::dirty::Dirty,
+    pub(crate) dirty: dirty::Dirty,
 }
 
 /// Where the active expiry cycle starts scanning the time-ordered expiry
@@ -318,7 +319,7 @@ impl Store {
         ));
         let kv: Box<dyn Kv> = Box::new(TieredKv::new(lsm, Arc::clone(&tier)));
         let replay = match &config.dir {
-            Some(dir) => Some(crate::oplog::OpLog::replay(&dir.join(OPLOG_DIR))?),
+            Some(dir) => Some(oplog::OpLog::replay(&dir.join(OPLOG_DIR))?),
             None => None,
         };
         let databases = config.databases.clamp(1, INTERNAL_DB);
@@ -364,9 +365,9 @@ impl Store {
             }),
             keyspace_hits: std::sync::atomic::AtomicU64::new(0),
             keyspace_misses: std::sync::atomic::AtomicU64::new(0),
-            ccache: crate::container_cache::ContainerCache::default(),
+            ccache: container_cache::ContainerCache::default(),
             // The log is installed once replayed (`recover`).
-            dirty: crate::dirty::Dirty::new(None),
+            dirty: dirty::Dirty::new(None),
         });
         let store = Store { inner };
         store.recover(replay)?;
@@ -393,8 +394,8 @@ impl Store {
     /// records of its version then name instead, so that a replay
     /// repeated after a crash during recovery gives the same state.
     /// Without `replay` (no directory) there is nothing to do.
-    fn recover(&self, replay: Option<crate::oplog::Replay>) -> Result<()> {
-        use crate::oplog::Change;
+    fn recover(&self, replay: Option<oplog::Replay>) -> Result<()> {
+        use oplog::Change;
         let Some(mut replay) = replay else {
             return Ok(());
         };
@@ -592,7 +593,7 @@ impl Store {
 
     /// tr-cache hook: the container cache's counters.
     #[must_use]
-    pub fn container_cache_stats(&self) -> crate::container_cache::CacheStats {
+    pub fn container_cache_stats(&self) -> container_cache::CacheStats {
         self.inner.ccache.stats()
     }
 
@@ -622,7 +623,7 @@ impl Store {
     /// it). A single-bit edit of such a `Txn` may be taken by the tier.
     pub fn begin_keep_dirty(&self, keys: &[(u16, &[u8])]) -> Txn {
         let mut t = Txn::new(Arc::clone(&self.inner), self.inner.locks.lock_keys(keys));
-        t.keep_dirty = true;
+        t.bm.keep_dirty();
         t
     }
 
@@ -642,7 +643,7 @@ impl Store {
             }
         }
         if !twice {
-            t.keep_dest = Some(keys::meta_key(keep.0, keep.1));
+            t.bm.keep_dest(keys::meta_key(keep.0, keep.1));
         }
         t
     }
@@ -854,7 +855,7 @@ const LOG_GATHER: Duration = Duration::from_millis(2);
 /// then writes the queue and hands it to the OS, outside the log's lock.
 /// A failure poisons the log (the tier turns itself off). Returns its
 /// handle, or `None` when no thread could be started (appends then write
-/// the queue at [`crate::oplog::MAX_PENDING`], and the persister each
+/// the queue at [`oplog::MAX_PENDING`], and the persister each
 /// second).
 fn spawn_log_writer(weak: Weak<Inner>) -> Option<std::thread::Thread> {
     let handle = std::thread::Builder::new()
@@ -868,7 +869,7 @@ fn spawn_log_writer(weak: Weak<Inner>) -> Option<std::thread::Thread> {
                 .log
                 .lock()
                 .as_mut()
-                .and_then(crate::oplog::OpLog::take_for_writer);
+                .and_then(oplog::OpLog::take_for_writer);
             if let Some(batch) = batch {
                 let _ = batch.write();
             }

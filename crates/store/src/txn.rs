@@ -10,6 +10,7 @@ use crate::kv::{KvIter, Space, WriteBatch};
 use crate::locks::Held;
 use crate::meta::{KeyMeta, Kind, MetaBrief};
 use crate::store::{counts_key, encode_counts, now_ms, Inner, Store};
+use crate::types::bitmap::BitmapTxnState;
 use std::collections::BTreeMap;
 use std::iter::Peekable;
 use std::ops::Bound;
@@ -44,17 +45,6 @@ pub struct Txn {
     stale_expiry: Vec<Vec<u8>>,
     extra_locks: Vec<Held>,
     held: Held,
-    /// tr-cache hook: container writes under live versions, for the
-    /// container cache at commit (recorded by `bitmaps.rs`).
-    pub(crate) cc_pending: crate::container_cache::Pending,
-    /// Bitmap containers this `Txn` wrote, by `(db, key version, block)`
-    /// (a data version belongs to one key): what the block holds now.
-    /// Kept by `bitmaps.rs` so that a block edited again in the same
-    /// `Txn` (a pipeline's group, MULTI/EXEC) is read from here, not by a
-    /// scan of the overlay merged with the `Kv`. A block absent from it
-    /// is read as before. A map without entries allocates nothing, so a
-    /// one-command `Txn` pays one small node at most.
-    pub(crate) bm_written: BTreeMap<(u16, u64, u16), crate::bitmaps::WrittenBlock>,
     /// Overlay keys written by [`Txn::data_put_fresh`] since the last
     /// spill, and their bytes (see [`SPILL_BYTES`]).
     fresh: Vec<Vec<u8>>,
@@ -62,21 +52,10 @@ pub struct Txn {
     /// Fresh-version entries went to the `Kv` ahead of the commit (so the
     /// commit's batch does not hold every entry of those versions).
     spilled: bool,
-    /// Begun by [`Store::begin_keep_dirty`]: dirty keys are not absorbed,
-    /// and a single-bit edit may go to the write-back tier.
-    pub(crate) keep_dirty: bool,
-    /// Begun by [`Store::begin_keeping`]: the meta key of the one key
-    /// left dirty, a TR.BITOP destination whose result may go to the
-    /// write-back tier.
-    pub(crate) keep_dest: Option<Vec<u8>>,
-    /// Dirty keys absorbed into this `Txn` (meta key, last log seq): their
-    /// dirty entries are dropped after the commit.
-    pub(crate) absorbed: Vec<(Vec<u8>, u64)>,
-    /// Meta-space entries outside any key's meta (the `wb` entries).
-    pub(crate) internal_puts: Vec<Vec<u8>>,
-    /// The write-back tier logged an edit of this `Txn`: the commit syncs
-    /// the log under `always`.
-    pub(crate) oplog_appended: bool,
+    /// What bitmaps keep beside the overlay: written blocks, the
+    /// container cache's pending updates, the write-back tier's absorbed
+    /// keys. Owned by `types::bitmap`; this file only calls its hooks.
+    pub(crate) bm: BitmapTxnState,
 }
 
 /// Takes items from `it` until their `size` reaches `max_bytes` (the item
@@ -129,16 +108,10 @@ impl Txn {
             stale_expiry: Vec::new(),
             extra_locks: Vec::new(),
             held,
-            cc_pending: crate::container_cache::Pending::default(),
-            bm_written: BTreeMap::new(),
             fresh: Vec::new(),
             fresh_bytes: 0,
             spilled: false,
-            keep_dirty: false,
-            keep_dest: None,
-            absorbed: Vec::new(),
-            internal_puts: Vec::new(),
-            oplog_appended: false,
+            bm: BitmapTxnState::default(),
         }
     }
 
@@ -225,11 +198,7 @@ impl Txn {
     /// # Errors
     /// `Io` when the write fails; nothing is applied then.
     pub fn commit(mut self) -> Result<Vec<(u16, Vec<u8>)>> {
-        if self.oplog_appended && Store::durability(&self.inner) == crate::kv::Durability::Sync {
-            if let Some(log) = self.inner.dirty.log.lock().as_mut() {
-                log.sync()?;
-            }
-        }
+        self.bm.sync_log(&self.inner)?;
         if self.is_read_only() {
             // A read (TR.GETBIT, GET, ...): nothing to write, sync, cache
             // or count.
@@ -280,16 +249,9 @@ impl Txn {
         for k in std::mem::take(&mut self.stale_expiry) {
             batch.delete(Space::Expiry, k);
         }
-        for k in std::mem::take(&mut self.internal_puts) {
-            batch.put(Space::Meta, k, Vec::new());
-        }
-        // tr-cache hook: new bytes for cached containers, applied after the write.
-        let cc = self
-            .inner
-            .ccache
-            .prepare(std::mem::take(&mut self.cc_pending), |dk| {
-                self.data.get(dk).map(Option::as_deref)
-            });
+        let bm = self.bm.prepare_commit(&self.inner, &mut batch, |dk| {
+            self.data.get(dk).map(Option::as_deref)
+        });
         for (dk, v) in std::mem::take(&mut self.data) {
             match v {
                 Some(v) => batch.put(Space::Data, dk, v),
@@ -322,10 +284,7 @@ impl Txn {
             self.write_or_forget(batch, durability)?;
             *counts = next;
         }
-        cc.apply(&self.inner.ccache); // tr-cache hook
-        for (mk, seq) in std::mem::take(&mut self.absorbed) {
-            self.inner.dirty.remove_if(&mk, seq);
-        }
+        bm.finish(&self.inner);
         if min_added_expiry != u64::MAX {
             self.inner.note_expiry_added(min_added_expiry);
         }
@@ -344,11 +303,10 @@ impl Txn {
     /// as the write-back tier's edits do, allowed).
     pub(crate) fn writes_nothing(&self) -> bool {
         self.meta.is_empty()
-            && self.internal_puts.is_empty()
             && self.data.is_empty()
             && self.stale_expiry.is_empty()
             && self.expired == 0
-            && self.cc_pending.is_empty()
+            && self.bm.writes_nothing()
     }
 
     /// True when this `Txn` wrote nothing, expired nothing and touched no
@@ -462,9 +420,7 @@ impl Txn {
         if !self.holds_lock(db, key) {
             self.extra_locks
                 .push(self.inner.locks.lock_stripes_only(&[(db, key)]));
-            if !self.inner.dirty.is_empty() {
-                self.bm_absorb(&keys::KeyBuf::meta(db, key));
-            }
+            self.absorb_dirty(db, key);
         }
     }
 
@@ -603,8 +559,7 @@ impl Txn {
         };
         self.meta.retain(|k, _| keep(k));
         self.data.retain(|k, _| keep(k));
-        self.bm_written
-            .retain(|&(d, _, _), _| db.is_some_and(|db| d != db));
+        self.bm.discard_db(db);
     }
 
     // ----- data ---------------------------------------------------------
@@ -790,14 +745,6 @@ impl Txn {
             }
         }
         Ok(crate::sample::reservoir(window.into_iter(), k))
-    }
-
-    /// True when `key` is dirty and not absorbed by this `Txn` (the debug
-    /// builds' check of the `keep_dirty` contract in `bm_stream`).
-    pub(crate) fn dirty_unabsorbed(&self, db: u16, key: &[u8]) -> bool {
-        let mk = keys::KeyBuf::meta(db, key);
-        self.inner.dirty.meta(&mk).is_some()
-            && !self.absorbed.iter().any(|(k, _)| k.as_slice() == &mk[..])
     }
 
     /// Elements `(subkey, value)` of a key version with subkey after `after`

@@ -3,9 +3,9 @@
 //! temporary directory).
 
 use roaringd_store::keys;
+use roaringd_store::kv::lsm::LsmKv;
+use roaringd_store::kv::mem::MemKv;
 use roaringd_store::kv::{Durability, Kv, Space, WriteBatch};
-use roaringd_store::kv_lsm::LsmKv;
-use roaringd_store::kv_mem::MemKv;
 use roaringd_store::{Store, StoreConfig, SyncMode};
 use std::ops::Bound;
 

@@ -1,9 +1,9 @@
 //! Data-type semantics of the store (strings, keyspace, sets, hashes), run
 //! against both backends. Expected values are Redis 7.0's.
 
-use roaringd_store::keyspace::ExpireCond;
-use roaringd_store::sets::SetOp;
-use roaringd_store::strings::{ExpireUpdate, SetCond, SetOptions};
+use roaringd_store::types::keyspace::ExpireCond;
+use roaringd_store::types::sets::SetOp;
+use roaringd_store::types::strings::{ExpireUpdate, SetCond, SetOptions};
 use roaringd_store::{Kind, Store, StoreConfig, StoreError, SyncMode};
 
 /// The LSM store of the tests, in `dir` (new or reopened).

@@ -5,8 +5,8 @@
 //! the in-memory one, with and without the bitmap write-back path.
 
 use proptest::prelude::*;
-use roaringd_store::bitmaps::RangeOp;
-use roaringd_store::strings::SetOptions;
+use roaringd_store::types::bitmap::RangeOp;
+use roaringd_store::types::strings::SetOptions;
 use roaringd_store::{Store, StoreConfig, SyncMode};
 use std::collections::{BTreeMap, BTreeSet};
 

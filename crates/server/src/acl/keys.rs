@@ -84,7 +84,7 @@ fn doc_positions(doc: &KeySpecDoc, args: &Args<'_>) -> impl Iterator<Item = usiz
         } => {
             let n = args
                 .get(doc.begin_index + keynumidx)
-                .and_then(roaringd_resp::args::parse_i64)
+                .and_then(roaringd_compat::number::parse_i64)
                 .unwrap_or(0)
                 .max(0);
             let first = begin + firstkey as i64;

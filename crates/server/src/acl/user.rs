@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::acl::keys::{key_refs, Access};
 use crate::command_table::{AclCat, CommandTable, Entry, Flag, KeySpec};
-use roaringd_store::glob_match;
+use roaringd_compat::glob::glob_match;
 
 /// Why a rule was refused; [`RuleError::message`] is Redis's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

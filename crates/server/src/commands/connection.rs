@@ -415,7 +415,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandE
         let val = args.next_bytes()?;
         match opt.as_slice() {
             b"id" => {
-                let v = roaringd_resp::args::parse_i64(val)
+                let v = roaringd_compat::number::parse_i64(val)
                     .filter(|v| *v > 0)
                     .ok_or_else(|| CommandError::err("client-id should be greater than 0"))?;
                 id = Some(v as u64);

@@ -106,7 +106,7 @@ fn debug_panic_after_write(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Rep
         db,
         key,
         b"panic".to_vec(),
-        roaringd_store::strings::SetOptions::default(),
+        roaringd_store::types::strings::SetOptions::default(),
     )?;
     panic!("DEBUG PANIC-AFTER-WRITE");
 }

@@ -2,8 +2,8 @@
 //! HKEYS HVALS HINCRBY HINCRBYFLOAT HSTRLEN HSCAN HRANDFIELD. Parsing and
 //! replies follow Redis 7.0 (RESP3 maps where Redis sends them).
 
+use roaringd_compat::longdouble;
 use roaringd_resp::{Args, Protocol};
-use roaringd_store::longdouble;
 use roaringd_store::Kind;
 
 use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec};

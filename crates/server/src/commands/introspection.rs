@@ -10,7 +10,7 @@ use crate::commands::connection::help;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
-use roaringd_store::glob_match_nocase;
+use roaringd_compat::glob::glob_match_nocase;
 
 const FLAGS: &[Flag] = &[Flag::Loading, Flag::Stale];
 const ACL: &[AclCat] = &[AclCat::Connection];

@@ -5,7 +5,7 @@
 //! texts follow Redis 7.0.
 
 use roaringd_resp::Args;
-use roaringd_store::keyspace::ExpireCond;
+use roaringd_store::types::keyspace::ExpireCond;
 use roaringd_store::{Kind, StoreError};
 
 use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec, KeySpecDoc};
@@ -225,7 +225,7 @@ fn expire_generic(
     let key = args.next_bytes()?;
     let raw = args.next_bytes()?;
     let cond = expire_cond(args)?;
-    let when = roaringd_resp::args::parse_i64(raw).ok_or(CommandError::NotInteger)?;
+    let when = roaringd_compat::number::parse_i64(raw).ok_or(CommandError::NotInteger)?;
     let bad = || CommandError::Store(StoreError::InvalidExpireTime(cmd));
     let db = ctx.db;
     let txn = ctx.txn()?;

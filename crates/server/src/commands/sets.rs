@@ -4,7 +4,7 @@
 //! where Redis sends them).
 
 use roaringd_resp::Args;
-use roaringd_store::sets::SetOp;
+use roaringd_store::types::sets::SetOp;
 use roaringd_store::Kind;
 
 use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec, KeySpecDoc};
@@ -153,7 +153,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
         }
         1 => {
             // Redis: one message for malformed and negative counts.
-            let n = match roaringd_resp::args::parse_i64(args.next_bytes()?) {
+            let n = match roaringd_compat::number::parse_i64(args.next_bytes()?) {
                 Some(n) if n >= 0 => n,
                 _ => return Err(CommandError::err("value is out of range, must be positive")),
             };
@@ -257,7 +257,7 @@ fn sdiffstore(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
 }
 
 fn sintercard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
-    let numkeys = match roaringd_resp::args::parse_i64(args.next_bytes()?) {
+    let numkeys = match roaringd_compat::number::parse_i64(args.next_bytes()?) {
         Some(n) if n > 0 => n as usize,
         _ => return Err(CommandError::err("numkeys should be greater than 0")),
     };
@@ -272,7 +272,7 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
     let mut limit = 0u64;
     while args.remaining() > 0 {
         if args.remaining() >= 2 && args.eat_keyword("limit") {
-            limit = match roaringd_resp::args::parse_i64(args.next_bytes()?) {
+            limit = match roaringd_compat::number::parse_i64(args.next_bytes()?) {
                 Some(n) if n >= 0 => n as u64,
                 _ => return Err(CommandError::err("LIMIT can't be negative")),
             };

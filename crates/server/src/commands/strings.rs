@@ -5,7 +5,7 @@
 //! texts follow Redis 7.0.
 
 use roaringd_resp::Args;
-use roaringd_store::strings::{ExpireUpdate, SetCond, SetOptions};
+use roaringd_store::types::strings::{ExpireUpdate, SetCond, SetOptions};
 use roaringd_store::StoreError;
 
 use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec};
@@ -166,7 +166,7 @@ fn expire_ms(
     raw: &[u8],
     now: u64,
 ) -> Result<u64, CommandError> {
-    let v = roaringd_resp::args::parse_i64(raw).ok_or(CommandError::NotInteger)?;
+    let v = roaringd_compat::number::parse_i64(raw).ok_or(CommandError::NotInteger)?;
     let bad = || CommandError::Store(StoreError::InvalidExpireTime(cmd));
     let seconds = matches!(kind, ExpireArg::Ex | ExpireArg::ExAt);
     if v <= 0 || (seconds && v > i64::MAX / 1000) {

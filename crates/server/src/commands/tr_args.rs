@@ -21,7 +21,7 @@ use crate::error::CommandError;
 /// # Errors
 /// `NotU32`.
 pub fn u32_of(b: &[u8]) -> Result<u32, CommandError> {
-    roaringd_resp::args::parse_i64(b)
+    roaringd_compat::number::parse_i64(b)
         .and_then(|v| u32::try_from(v).ok())
         .ok_or(CommandError::NotU32)
 }
@@ -74,7 +74,7 @@ pub fn bit_of(b: &[u8]) -> Result<bool, CommandError> {
 /// # Errors
 /// `NotU32` (the "bad arguments" class) when it does not parse.
 pub fn i64_of(b: &[u8]) -> Result<i64, CommandError> {
-    roaringd_resp::args::parse_i64(b).ok_or(CommandError::NotU32)
+    roaringd_compat::number::parse_i64(b).ok_or(CommandError::NotU32)
 }
 
 /// Checks a string of `0` / `1` characters (TR.APPENDBITARRAY,

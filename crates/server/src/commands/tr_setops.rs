@@ -1,11 +1,11 @@
 //! TairRoaring set operations (spec section 3): TR.BITOP, TR.BITOPCARD,
 //! TR.JACCARD, TR.CONTAINS, and the legacy TR.DIFF (section 5.2). All of
 //! them stream: the store merge-scans the sources' containers in block
-//! order (`roaringd_store::bitmaps`). Missing sources are empty sets (open
+//! order (`roaringd_store::types::bitmap`). Missing sources are empty sets (open
 //! point 3).
 
 use roaringd_resp::Args;
-use roaringd_store::bitmaps::BitOp;
+use roaringd_store::types::bitmap::BitOp;
 
 use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, KeySpecDoc, TierUse};
 use crate::ctx::Ctx;

@@ -6,7 +6,7 @@
 
 use roaringd_bitmap::{Bitmap, ContainerBuf};
 use roaringd_resp::Args;
-use roaringd_store::bitmaps::RangeOp;
+use roaringd_store::types::bitmap::RangeOp;
 
 use crate::command_table::{AclCat, CommandSpec, Flag, KeySpec, TierUse};
 use crate::commands::tr_args::{bit_of, check_bit_string, i64_of, next_range, next_u32, rest_u32};

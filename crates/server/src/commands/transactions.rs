@@ -142,7 +142,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
         let spec = q.entry.spec;
         let args = q.args();
         if q.entry.full_name == "select" {
-            if let Some(d) = args.get(1).and_then(roaringd_resp::args::parse_i64) {
+            if let Some(d) = args.get(1).and_then(roaringd_compat::number::parse_i64) {
                 if d >= 0 && d < i64::from(server.store.databases()) {
                     db = d as u16;
                 }

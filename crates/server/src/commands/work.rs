@@ -38,7 +38,7 @@ pub fn per_element(args: &Args<'_>) -> u64 {
 pub fn range_containers(args: &Args<'_>) -> u64 {
     let bound = |i| {
         args.get(i)
-            .and_then(roaringd_resp::args::parse_u64)
+            .and_then(roaringd_compat::number::parse_u64)
             .map(|v| v.min(u64::from(u32::MAX)))
     };
     match (bound(2), bound(3)) {
@@ -51,7 +51,7 @@ pub fn range_containers(args: &Args<'_>) -> u64 {
 /// byte each, at [`BYTES_PER_US`]. Bounds past `u32::MAX` (which the
 /// handler refuses) saturate rather than overflow.
 pub fn range_bits(args: &Args<'_>) -> u64 {
-    let bound = |i| args.get(i).and_then(roaringd_resp::args::parse_u64);
+    let bound = |i| args.get(i).and_then(roaringd_compat::number::parse_u64);
     match (bound(2), bound(3)) {
         (Some(s), Some(e)) if s <= e => (e - s).saturating_add(1) / BYTES_PER_US,
         _ => 0,
@@ -67,7 +67,7 @@ pub fn count_option(args: &Args<'_>) -> u64 {
                 .is_some_and(|a| a.eq_ignore_ascii_case(b"count"))
         })
         .and_then(|i| args.get(i + 1))
-        .and_then(roaringd_resp::args::parse_u64)
+        .and_then(roaringd_compat::number::parse_u64)
         .unwrap_or(0)
         .saturating_mul(ELEMENT_US)
 }

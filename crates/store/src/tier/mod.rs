@@ -704,7 +704,7 @@ impl Kv for TieredKv {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kv_mem::MemKv;
+    use crate::kv::mem::MemKv;
 
     /// A `Kv` that counts the reads reaching it.
     struct Counting(MemKv, Arc<AtomicU64>);

@@ -1,8 +1,11 @@
 //! `Kv`: the narrow storage trait under the store. It knows nothing of Redis
 //! types: three ordered byte maps (spaces), point reads, ordered range scans
 //! in both directions, atomic batches across spaces, snapshots, persistence
-//! and a forced compaction. `kv_lsm.rs` implements it on fjall, `kv_mem.rs`
+//! and a forced compaction. [`lsm`] implements it on fjall, [`mem`]
 //! on `BTreeMap`s; `tests/kv_conformance.rs` runs against both.
+
+pub mod lsm;
+pub mod mem;
 
 use crate::error::Result;
 use std::ops::Bound;

@@ -1,7 +1,7 @@
 //! Facts about one container that a bitmap's summary is made of: its
 //! smallest and largest low values and the sum of its low values, computed
 //! without visiting values one by one, and carried by cached container
-//! values ([`crate::container_cache::padded_with`]) so that a TR.BITOP
+//! values ([`crate::types::bitmap::container_cache::padded_with`]) so that a TR.BITOP
 //! that passes a source's container through to its result adds the
 //! container to the result's summary without reading its values.
 

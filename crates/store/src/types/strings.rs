@@ -4,8 +4,8 @@
 
 use crate::error::{Result, StoreError};
 use crate::meta::{KeyMeta, Kind, Summary};
-use crate::number::{incr_float_text, parse_i64, FloatIncrError};
 use crate::txn::Txn;
+use roaringd_compat::number::{incr_float_text, parse_i64, FloatIncrError};
 
 /// Largest string Redis allows (`proto-max-bulk-len` default, 512 MiB).
 pub const MAX_STRING: usize = 512 << 20;

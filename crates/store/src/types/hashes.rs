@@ -12,11 +12,11 @@
 //! ≤ 64 bytes); past that it is `hashtable` for good and order is by field.
 
 use crate::error::{Result, StoreError};
-use crate::glob::glob_match;
 use crate::meta::{KeyMeta, Kind, Summary};
-use crate::number::{incr_float_text, parse_i64, FloatIncrError};
 use crate::sample;
 use crate::txn::{Pairs, Txn};
+use roaringd_compat::glob::glob_match;
+use roaringd_compat::number::{incr_float_text, parse_i64, FloatIncrError};
 
 /// `hash-max-listpack-entries` default.
 pub const MAX_LISTPACK_ENTRIES: u64 = 128;

@@ -18,7 +18,7 @@
 //! - a delta's value: one or more 3-byte ops `flag | low 16 bits BE`
 //!   (flag 1 = set the bit, 0 = clear it), applied in order.
 //!
-//! Writers (`bitmaps.rs`) keep these invariants, and readers check them (a
+//! Writers (`types::bitmap`) keep these invariants, and readers check them (a
 //! violation is `Corrupt`, never a panic): a delta's container exists;
 //! a block's deltas are numbered 0..n without gaps, n ≤ [`MAX_DELTAS`];
 //! the container with its deltas applied is not empty. A write that would

@@ -1,6 +1,6 @@
 //! The bitmap write-back tier's dirty state (`docs/handoff/write-back-tier.md`):
 //! single-bit edits and TR.BITOP results acknowledged from memory and the
-//! operation log ([`crate::oplog`]) before their containers reach the `Kv`.
+//! operation log ([`crate::types::bitmap::oplog`]) before their containers reach the `Kv`.
 //!
 //! A deviation from DESIGN.md's "every write command is one atomic write
 //! batch": such an edit is one atomic log record, and reaches the `Kv` in
@@ -30,7 +30,7 @@ use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
 use crate::meta::KeyMeta;
-use crate::oplog::OpLog;
+use crate::types::bitmap::oplog::OpLog;
 
 /// Number of shards of the map.
 const SHARDS: usize = 16;
@@ -405,9 +405,9 @@ impl Dirty {
             d.whole
                 && d.blocks.len() == blocks.len()
                 && blocks.iter().all(|(hi, b)| {
-                    d.blocks
-                        .find(*hi)
-                        .is_some_and(|(x, _)| &x[crate::container_cache::PAD..] == b.as_ref())
+                    d.blocks.find(*hi).is_some_and(|(x, _)| {
+                        &x[crate::types::bitmap::container_cache::PAD..] == b.as_ref()
+                    })
                 })
         })
     }
@@ -447,9 +447,9 @@ impl Dirty {
 
 #[cfg(test)]
 mod tests {
-    use crate::bitmaps::BitOp;
     use crate::meta::BitmapSummary;
     use crate::store::{Store, StoreConfig};
+    use crate::types::bitmap::BitOp;
     use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;
 
@@ -634,7 +634,7 @@ mod tests {
     /// with exact cached facts and summary, and after a crash.
     #[test]
     fn a_dirty_bitset_is_edited_in_place_unless_a_reader_holds_it() {
-        use crate::container_cache::{facts_of, PAD};
+        use crate::types::bitmap::container_cache::{facts_of, PAD};
         use std::sync::Arc;
         let dir = tempfile::tempdir().unwrap();
         let st = open(dir.path());
@@ -676,7 +676,7 @@ mod tests {
         assert_eq!(view.as_ref().cardinality(), 5002);
         assert_eq!(
             facts_of(&now),
-            crate::block_facts::BlockFacts::of(view.as_ref())
+            crate::types::bitmap::block_facts::BlockFacts::of(view.as_ref())
         );
         drop(now);
         let mut want: BTreeSet<u32> = base.iter().copied().collect();
@@ -989,7 +989,8 @@ mod tests {
     #[test]
     fn a_hostile_value_record_is_corrupt() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut log, _) = crate::oplog::OpLog::open(&dir.path().join("roaringd-oplog")).unwrap();
+        let (mut log, _) =
+            crate::types::bitmap::oplog::OpLog::open(&dir.path().join("roaringd-oplog")).unwrap();
         log.append_value(0, 1, b"k", vec![(0u16, vec![0xff; 5].into())], 0)
             .unwrap();
         log.sync().unwrap();
@@ -1080,7 +1081,7 @@ mod tests {
                         let mut t = st.begin(&[(0, KEYS[k])]);
                         let b = t.tr_load(0, KEYS[k]).unwrap().unwrap();
                         t.commit().unwrap();
-                        let want = crate::bitmaps::summary_of_bitmap(&b);
+                        let want = crate::types::bitmap::summary_of_bitmap(&b);
                         // Extremes mean nothing in an empty bitmap.
                         let (min, max) = if got.card == 0 { (0, 0) } else { (got.min, got.max) };
                         proptest::prop_assert_eq!(BitmapSummary { deltas: 0, min, max, ..got }, want);

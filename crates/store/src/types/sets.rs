@@ -8,11 +8,11 @@
 //! Small (intset) sets list members in numeric order, as Redis does.
 
 use crate::error::Result;
-use crate::glob::glob_match;
 use crate::meta::{KeyMeta, Kind, Summary};
-use crate::number::parse_i64;
 use crate::sample;
 use crate::txn::{Pairs, Txn};
+use roaringd_compat::glob::glob_match;
+use roaringd_compat::number::parse_i64;
 
 /// `set-max-intset-entries` default.
 pub const MAX_INTSET_ENTRIES: u64 = 512;

@@ -18,7 +18,7 @@
 //! uncommitted, aborted or failed writes never reach it. Since versions are
 //! unique, DEL, overwrites, expiry, FLUSHDB and RENAME need no work here:
 //! the old version's entries can no longer be asked for and age out. The
-//! only writes under a live version are container edits by `bitmaps.rs`,
+//! only writes under a live version are container edits by `types::bitmap`,
 //! which the `Txn` records ([`Pending`]); after its batch is written the
 //! commit hands them to [`Prepared::apply`], which replaces cached entries
 //! by the new bytes (or drops them), fixes cached directories and drops
@@ -45,7 +45,7 @@
 //! (which may be evicted while it keeps them alive): the budget then
 //! bounds what is held, at the price of counting a held key twice.
 
-use crate::block_facts::BlockFacts;
+use crate::types::bitmap::block_facts::BlockFacts;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use std::mem::MaybeUninit;

@@ -4,13 +4,13 @@
 //! Every method takes the database explicitly; times are Unix milliseconds.
 
 use crate::error::{Result, StoreError};
-use crate::glob::{glob_match, literal_prefix};
 use crate::keys;
 use crate::kv::{Space, WriteBatch};
 use crate::meta::{Kind, Summary};
-use crate::number::parse_i64;
 use crate::store::{counts_key, encode_counts, now_ms, DbStats};
 use crate::txn::{take_chunk, Txn};
+use roaringd_compat::glob::{glob_match, literal_prefix};
+use roaringd_compat::number::parse_i64;
 use std::ops::Bound;
 
 /// Conditions of EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (Redis 7); each
@@ -417,7 +417,7 @@ impl Txn {
             Summary::Bitmap(b) => {
                 let plen = keys::data_prefix(db, key, m.version).len() as u64;
                 let payload: u64 = b.kinds.iter().map(|k| k.bytes).sum();
-                let deltas = b.deltas * (plen + 4 + crate::bitmap_delta::DELTA_VALUE_BYTES);
+                let deltas = b.deltas * (plen + 4 + crate::types::bitmap::delta::DELTA_VALUE_BYTES);
                 return Ok(Some(
                     total + b.containers * (plen + 2 + 4) + payload + deltas,
                 ));

@@ -1,0 +1,153 @@
+//! Writes of listed bits: TR.SETBIT, TR.SETBITS / TR.APPENDINTARRAY and
+//! TR.CLEARBITS. Contract: each container that changes is read once and
+//! stored once through [`Txn::bm_put`] (a delta entry where it fits); a
+//! `Txn` begun with `Store::begin_keep_dirty` first offers a TR.SETBIT to
+//! the write-back tier (`write_back`) and absorbs the key when the tier
+//! refuses it.
+
+use roaringd_bitmap::{ContainerBuf, ContainerView};
+
+use crate::error::Result;
+use crate::keys;
+use crate::meta::Kind;
+use crate::txn::Txn;
+
+use super::bytes::{cached_facts, split, view, Bytes};
+use super::delta;
+
+impl Txn {
+    /// TR.SETBIT: sets bit `off` to `value`; returns its previous value.
+    /// Creates the key even when `value` is false (open point 6).
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_setbit(&mut self, db: u16, key: &[u8], off: u32, value: bool) -> Result<bool> {
+        if self.bm.keep_dirty {
+            if self.writes_nothing() && self.inner.dirty.enabled() {
+                if let Some(prev) = self.bm_setbit_dirty(db, key, off, value)? {
+                    return Ok(prev);
+                }
+            }
+            // Not the tier's (refused, the tier off, or this `Txn` has
+            // written already): the normal path, on a clean key. Written
+            // on top of a dirty key, the edit would be hidden by its dirty
+            // state and then undone by its absorb.
+            self.bm_absorb(&keys::KeyBuf::meta(db, key));
+        }
+        let Some(mut e) = self.bm_open(db, key, true)? else {
+            return Ok(false);
+        };
+        let (hi, lo) = split(off);
+        let old = self.bm_get(db, key, e.meta.version, hi, Some(&e.s))?;
+        let n = old.as_ref().map_or(0, Bytes::deltas);
+        let old_facts = old.as_ref().and_then(cached_facts);
+        let old = old.as_ref().map(view).transpose()?;
+        let old = old.as_ref().map(ContainerView::as_ref);
+        let prev = old.is_some_and(|c| c.contains(lo));
+        if prev != value {
+            let mut new = old.map_or_else(ContainerBuf::default, |c| c.to_buf());
+            if value {
+                new.insert(lo);
+            } else {
+                new.remove(lo);
+            }
+            let d = if value {
+                i128::from(off)
+            } else {
+                -i128::from(off)
+            };
+            let facts = old_facts.and_then(|f| f.after_flip(new.as_ref(), lo, value));
+            self.bm_put(
+                db,
+                key,
+                &mut e,
+                hi,
+                (old, &new, n),
+                (Some(&[(lo, value)]), Some(d), facts),
+            )?;
+        } else if !e.created {
+            return Ok(prev);
+        }
+        self.bm_finish(db, key, e)?;
+        Ok(prev)
+    }
+
+    /// TR.SETBITS / TR.APPENDINTARRAY: sets every listed bit; returns the
+    /// cardinality after the update.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_setbits(&mut self, db: u16, key: &[u8], offs: &[u32]) -> Result<u64> {
+        self.tr_bits(db, key, offs, true).map(|(card, _)| card)
+    }
+
+    /// TR.CLEARBITS: clears every listed bit; returns how many changed from
+    /// 1 to 0 (a repeated offset counts once). A missing key stays missing.
+    ///
+    /// # Errors
+    /// `WrongType`.
+    pub fn tr_clearbits(&mut self, db: u16, key: &[u8], offs: &[u32]) -> Result<u64> {
+        if self.meta_of(db, key, Kind::Bitmap)?.is_none() {
+            return Ok(0);
+        }
+        self.tr_bits(db, key, offs, false)
+            .map(|(_, changed)| changed)
+    }
+
+    /// Sets or clears the listed bits, container by container; returns
+    /// (cardinality after, bits changed).
+    fn tr_bits(&mut self, db: u16, key: &[u8], offs: &[u32], set: bool) -> Result<(u64, u64)> {
+        let Some(mut e) = self.bm_open(db, key, set)? else {
+            return Ok((0, 0));
+        };
+        let mut sorted = offs.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut changed = 0u64;
+        let mut i = 0;
+        while i < sorted.len() {
+            let hi = split(sorted[i]).0;
+            let j = i + sorted[i..].partition_point(|&v| split(v).0 == hi);
+            let (old, n) = match self.bm_container(db, key, e.meta.version, hi, Some(&e.s))? {
+                Some((c, n)) => (Some(c), n),
+                None => (None, 0),
+            };
+            let mut new = old.clone().unwrap_or_default();
+            let mut delta = 0i128;
+            let mut ops: Vec<(u16, bool)> = Vec::new();
+            for &v in &sorted[i..j] {
+                let hit = if set {
+                    new.insert(v as u16)
+                } else {
+                    new.remove(v as u16)
+                };
+                if hit {
+                    changed += 1;
+                    delta += i128::from(v);
+                    if ops.len() <= delta::MAX_DELTA_OPS {
+                        ops.push((v as u16, set));
+                    }
+                }
+            }
+            if old.as_ref() != Some(&new) && !(old.is_none() && new.is_empty()) {
+                let d = if set { delta } else { -delta };
+                // Over MAX_DELTA_OPS changes: `ops` is cut short, and too
+                // long for a delta, so the container is rewritten.
+                self.bm_put(
+                    db,
+                    key,
+                    &mut e,
+                    hi,
+                    (old.as_ref().map(ContainerBuf::as_ref), &new, n),
+                    (Some(&ops), Some(d), None),
+                )?;
+            }
+            i = j;
+        }
+        if changed == 0 && !e.created {
+            return Ok((e.s.card, 0));
+        }
+        let card = self.bm_finish(db, key, e)?;
+        Ok((card, changed))
+    }
+}

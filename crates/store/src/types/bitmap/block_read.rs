@@ -1,0 +1,257 @@
+//! Where a container's bytes come from, first match wins: this `Txn`'s
+//! own writes ([`WrittenBlock`]), the write-back tier's dirty map, the
+//! container cache, the `Kv` (deltas applied, the cache filled on the way).
+//! Contract: a read sees the block as this `Txn` would commit it; the
+//! container cache holds committed state only, so it serves a key version
+//! only while this `Txn` has not written it ([`Txn::bm_clean`]).
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use roaringd_bitmap::ContainerBuf;
+
+use crate::error::Result;
+use crate::keys;
+use crate::kv::Space;
+use crate::meta::BitmapSummary;
+use crate::txn::Txn;
+
+use super::block_facts::BlockFacts;
+use super::bytes::{fold_first, view, Bytes};
+use super::container_cache::{held_charge, padded_with, Held, PAD};
+use super::delta::{self, Folded};
+use super::stream::FillScan;
+use super::summary::key_bytes;
+use super::txn_state::WrittenBlock;
+
+impl Txn {
+    /// The bytes of container `hi` of a key version, deltas applied: with
+    /// this `Txn`'s own writes to the block when it made any, else from
+    /// the container cache, else the `Kv` (then cached). A cached
+    /// directory without `hi` answers "absent" without a `Kv` read. `s`:
+    /// the version's summary, when the caller has it: on a miss a small
+    /// key is then warmed whole ([`Txn::bm_warm`]), so that later reads of
+    /// absent blocks need no `Kv` read either.
+    pub(super) fn bm_get(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        hi: u16,
+        s: Option<&BitmapSummary>,
+    ) -> Result<Option<Bytes>> {
+        match self.bm.written.get(&(db, version, hi)) {
+            Some(WrittenBlock::Gone) => return Ok(None),
+            Some(WrittenBlock::Folded(a, _)) => return Ok(Some(Bytes::Shared(Arc::clone(a)))),
+            // Unless a spill of fresh entries moved it to the `Kv`.
+            Some(WrittenBlock::Entry) => {
+                let first = keys::data_key(db, key, version, &hi.to_be_bytes());
+                if let Some(v) = self.data_overlay_get(&first) {
+                    return Ok(v.map(|v| Bytes::Owned(v.to_vec(), 0)));
+                }
+            }
+            None => {}
+        }
+        if !self.inner.dirty.is_empty() {
+            let mk = keys::KeyBuf::meta(db, key);
+            // A whole dirty key (a TR.BITOP result) has nothing in the
+            // `Kv` or the cache yet: a block it lacks is absent.
+            if let Some(b) = self.inner.dirty.block(&mk, version, hi) {
+                return Ok(b.map(|b| Bytes::Shared(b.bytes)));
+            }
+        }
+        let warm = if self.data_overlay_is_empty() {
+            true
+        } else {
+            let first = keys::data_key(db, key, version, &hi.to_be_bytes());
+            if self.data_overlay_has_prefix(&first) {
+                let after = hi.checked_sub(1).map(|b| delta::delta_sub(b, u16::MAX));
+                let entries =
+                    self.data_iter(db, key, version, after.as_ref().map(|a| &a[..]), false);
+                return Ok(fold_first(Box::new(entries), hi)?.map(|(v, n)| Bytes::Owned(v, n)));
+            }
+            // The overlay may hold other blocks of the key: no warming.
+            false
+        };
+        self.bm_get_stored(db, key, (version, s), hi, warm)
+    }
+
+    /// Container `hi` of a key version with its deltas, from the `Kv`: a
+    /// point read of its entry when the key is known to have no deltas
+    /// (`s`, its summary, read under the key's lock, which this `Txn` still
+    /// holds: no delta can appear meanwhile), else one short range read
+    /// (the entry and its deltas).
+    fn bm_read_block(
+        &self,
+        db: u16,
+        key: &[u8],
+        (version, s): (u64, Option<&BitmapSummary>),
+        hi: u16,
+    ) -> Result<Option<(Vec<u8>, u16)>> {
+        let first = keys::data_key(db, key, version, &hi.to_be_bytes());
+        if s.is_some_and(|s| s.deltas == 0) && self.holds_lock(db, key) {
+            return Ok(self.inner.kv.get(Space::Data, &first)?.map(|v| (v, 0)));
+        }
+        let last = keys::data_key(db, key, version, &delta::delta_sub(hi, u16::MAX));
+        let plen = first.len() - 2;
+        let entries = self
+            .inner
+            .kv
+            .range(
+                Space::Data,
+                Bound::Included(&first),
+                Bound::Included(&last),
+                false,
+            )
+            .map(move |r| r.map(|(k, v)| (k[plen..].to_vec(), v)));
+        fold_first(Box::new(entries), hi)
+    }
+
+    /// As [`Txn::bm_get`] for a block this `Txn` has not written (`s`:
+    /// the version's summary when the caller has it; `warm`: whether the
+    /// key may then be warmed).
+    pub(super) fn bm_get_stored(
+        &self,
+        db: u16,
+        key: &[u8],
+        (version, s): (u64, Option<&BitmapSummary>),
+        hi: u16,
+        warm: bool,
+    ) -> Result<Option<Bytes>> {
+        let cc = &self.inner.ccache;
+        if !cc.enabled() {
+            return Ok(self
+                .bm_read_block(db, key, (version, s), hi)?
+                .map(|(v, n)| Bytes::Owned(v, n)));
+        }
+        if let Some(b) = cc.container(version, hi) {
+            return Ok(Some(Bytes::Shared(b)));
+        }
+        let dir = match cc.dir(version) {
+            Some(d) => Some(d),
+            None => s
+                .filter(|_| warm)
+                .and_then(|s| self.bm_warm(db, key, version, s)),
+        };
+        if let Some(d) = dir {
+            if d.binary_search(&hi).is_err() {
+                return Ok(None);
+            }
+            if let Some(b) = cc.container(version, hi) {
+                return Ok(Some(Bytes::Shared(b)));
+            }
+        }
+        let snap = cc.snapshot(version);
+        match self.bm_read_block(db, key, (version, s), hi)? {
+            Some((v, n)) => {
+                // Validated once here (see `ContainerBytes for Bytes`).
+                let facts = BlockFacts::of(view(&v)?.as_ref());
+                let a = padded_with(&v, n, facts);
+                cc.fill_container(version, hi, Arc::clone(&a), snap);
+                Ok(Some(Bytes::Shared(a)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Key version `version` (summary `s`) held whole, cached as such:
+    /// built from its cached directory and containers, each read (and
+    /// cached) first where it is not. `None` when the whole is too big to
+    /// cache, or a read fails or is not cached (the caller streams the key
+    /// then, which reports the error). The caller guarantees this `Txn` has
+    /// not written the key ([`Txn::bm_clean`]).
+    pub(super) fn bm_hold(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        s: &BitmapSummary,
+    ) -> Option<Held> {
+        let cc = &self.inner.ccache;
+        let n = usize::try_from(s.containers).ok()?;
+        let bytes = usize::try_from(key_bytes(s)).ok()? + n * (PAD + 4);
+        if !cc.admits(held_charge(n, bytes)) {
+            return None;
+        }
+        let snap = cc.snapshot(version);
+        let d = cc
+            .dir(version)
+            .or_else(|| self.bm_warm(db, key, version, s))?;
+        let mut all = Vec::with_capacity(d.len());
+        for &b in d.iter() {
+            let c = match cc.container(version, b) {
+                Some(c) => c,
+                None => match self.bm_get_stored(db, key, (version, Some(s)), b, false) {
+                    Ok(Some(Bytes::Shared(c))) => c,
+                    _ => return None,
+                },
+            };
+            all.push((b, c));
+        }
+        let held: Held = all.into();
+        cc.fill_held(version, Arc::clone(&held), snap);
+        Some(held)
+    }
+
+    /// Reads a whole small key version into the container cache (its
+    /// containers and directory) and returns the directory; `None` when
+    /// the key is too big to warm (over 1/64 of the budget or 4,096
+    /// containers), the scan failed, or a racing commit refused the fill.
+    /// The caller guarantees this `Txn` has no pending writes to the key.
+    pub(super) fn bm_warm(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        s: &BitmapSummary,
+    ) -> Option<Arc<[u16]>> {
+        let cc = &self.inner.ccache;
+        if s.containers > 4096 || key_bytes(s) > cc.capacity() / 64 {
+            return None;
+        }
+        let scan = FillScan {
+            inner: Folded::new(self.data_iter(db, key, version, None, false), false),
+            cache: cc,
+            version,
+            snap: cc.snapshot(version),
+            dir: Some(Vec::new()),
+        };
+        for e in scan {
+            e.ok()?;
+        }
+        cc.dir(version)
+    }
+
+    /// The container of block `hi` of a key version, owned, with the
+    /// number of its delta entries.
+    pub(super) fn bm_container(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        hi: u16,
+        s: Option<&BitmapSummary>,
+    ) -> Result<Option<(ContainerBuf, u16)>> {
+        match self.bm_get(db, key, version, hi, s)? {
+            Some(b) => Ok(Some((view(&b)?.to_buf(), b.deltas()))),
+            None => Ok(None),
+        }
+    }
+
+    /// True when the container cache may serve key version `version` to
+    /// this `Txn`: the cache is on and this `Txn` has not written the key
+    /// (the cache holds committed state only).
+    pub(super) fn bm_clean(&self, db: u16, key: &[u8], version: u64) -> bool {
+        // A stream scans the `Kv`, which lacks a dirty key's edits: a
+        // `keep_dirty` transaction never streams a key it did not absorb
+        // (the server's rows marked `TierUse::KeepDirty` are point and summary reads only),
+        // nor does TR.BITOP stream the destination it kept dirty.
+        debug_assert!(
+            (!self.bm.keep_dirty && self.bm.keep_dest.is_none()) || !self.dirty_unabsorbed(db, key),
+            "keep_dirty stream of a dirty key"
+        );
+        self.inner.ccache.enabled()
+            && (self.data_overlay_is_empty()
+                || !self.data_overlay_has_prefix(&keys::data_prefix(db, key, version)))
+    }
+}

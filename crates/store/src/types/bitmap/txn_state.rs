@@ -1,0 +1,161 @@
+//! What a `Txn` keeps for bitmaps beside its overlay ([`BitmapTxnState`],
+//! the `Txn`'s one `bm` field), and the hooks the `Txn` calls, so that
+//! `txn.rs` knows nothing else of bitmaps: [`BitmapTxnState::sync_log`]
+//! when a commit begins, [`BitmapTxnState::prepare_commit`] as it fills its
+//! batch, [`BitmapCommit::finish`] once the batch is written,
+//! [`BitmapTxnState::writes_nothing`] and [`BitmapTxnState::discard_db`];
+//! and [`Txn::absorb_dirty`](crate::txn::Txn::absorb_dirty) for a key it
+//! locks on demand. Contract: a `Txn` dropped without commit leaves nothing
+//! of this state behind (the container cache and the dirty map change only
+//! in `finish`, after the batch is written).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::kv::{Durability, Space, WriteBatch};
+use crate::store::{Inner, Store};
+
+use super::container_cache::{Pending, Prepared};
+
+/// A bitmap container as a `Txn` left it ([`BitmapTxnState::written`]).
+#[derive(Debug)]
+pub(super) enum WrittenBlock {
+    /// Deleted, with its deltas.
+    Gone,
+    /// The container entry in the overlay, with no deltas.
+    Entry,
+    /// The container with its deltas applied, padded with their count
+    /// ([`padded`](super::container_cache::padded)), as the container
+    /// cache holds it; with the index of the delta record that gave it to
+    /// the `Txn`'s cache records, if any. The bytes are a `ContainerBuf`'s
+    /// own encoding (read back without the full validation, as cache
+    /// entries are: [`ContainerBytes`](super::bytes::ContainerBytes)).
+    Folded(Arc<[u8]>, Option<usize>),
+}
+
+/// The bitmap state of one `Txn` (see the module docs).
+#[derive(Default)]
+pub(crate) struct BitmapTxnState {
+    /// tr-cache hook: container writes under live versions, for the
+    /// container cache at commit.
+    pub(super) cc_pending: Pending,
+    /// Bitmap containers this `Txn` wrote, by `(db, key version, block)`
+    /// (a data version belongs to one key): what the block holds now, so
+    /// that a block edited again in the same `Txn` (a pipeline's group,
+    /// MULTI/EXEC) is read from here, not by a scan of the overlay merged
+    /// with the `Kv`. A block absent from it is read as before. A map
+    /// without entries allocates nothing, so a one-command `Txn` pays one
+    /// small node at most.
+    pub(super) written: BTreeMap<(u16, u64, u16), WrittenBlock>,
+    /// Begun by [`Store::begin_keep_dirty`]: dirty keys are not absorbed,
+    /// and a single-bit edit may go to the write-back tier.
+    pub(super) keep_dirty: bool,
+    /// Begun by [`Store::begin_keeping`]: the meta key of the one key
+    /// left dirty, a TR.BITOP destination whose result may go to the
+    /// write-back tier.
+    pub(super) keep_dest: Option<Vec<u8>>,
+    /// Dirty keys absorbed into this `Txn` (meta key, last log seq): their
+    /// dirty entries are dropped after the commit.
+    pub(super) absorbed: Vec<(Vec<u8>, u64)>,
+    /// Meta-space entries outside any key's meta (the `wb` entries).
+    pub(super) internal_puts: Vec<Vec<u8>>,
+    /// The write-back tier logged an edit of this `Txn`: the commit syncs
+    /// the log under `always`.
+    pub(super) oplog_appended: bool,
+}
+
+/// What a commit does for bitmaps once its batch is written
+/// ([`BitmapTxnState::prepare_commit`]).
+#[must_use]
+pub(crate) struct BitmapCommit {
+    cc: Prepared,
+    absorbed: Vec<(Vec<u8>, u64)>,
+}
+
+impl BitmapTxnState {
+    /// For [`Store::begin_keep_dirty`]: dirty keys stay dirty, and a
+    /// TR.SETBIT may go to the write-back tier.
+    pub(crate) fn keep_dirty(&mut self) {
+        self.keep_dirty = true;
+    }
+
+    /// For [`Store::begin_keeping`]: `mk` (a meta key), a TR.BITOP
+    /// destination, stays dirty.
+    pub(crate) fn keep_dest(&mut self, mk: Vec<u8>) {
+        self.keep_dest = Some(mk);
+    }
+
+    /// Sets what block `(db, version, hi)` holds in this `Txn` after a
+    /// write that also recorded it for the container cache (when on):
+    /// the block's previous delta record, if any, is superseded.
+    pub(super) fn written_set(&mut self, block: (u16, u64, u16), now: WrittenBlock) {
+        if let Some(WrittenBlock::Folded(_, Some(i))) = self.written.insert(block, now) {
+            self.cc_pending.supersede(i);
+        }
+    }
+
+    /// Commit hook, first of all: under `always`, syncs the operation log
+    /// when this `Txn` appended to it (a write the tier took writes nothing
+    /// else, so this precedes the check for an empty commit).
+    ///
+    /// # Errors
+    /// `Io` when the sync fails.
+    pub(crate) fn sync_log(&self, inner: &Inner) -> Result<()> {
+        if self.oplog_appended && Store::durability(inner) == Durability::Sync {
+            if let Some(log) = inner.dirty.log.lock().as_mut() {
+                log.sync()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// True when there is nothing of bitmaps to commit beyond the overlay.
+    pub(crate) fn writes_nothing(&self) -> bool {
+        self.internal_puts.is_empty() && self.cc_pending.is_empty()
+    }
+
+    /// Commit hook, while the batch is filled and before the data overlay
+    /// goes into it (`value_of` reads a data key's pending write, as the
+    /// container cache's `prepare` says): puts the `wb` entries of
+    /// absorbed keys into `batch` and prepares the container cache's
+    /// updates. The result's [`BitmapCommit::finish`] runs once the batch
+    /// is written.
+    pub(crate) fn prepare_commit<'a>(
+        &mut self,
+        inner: &Inner,
+        batch: &mut WriteBatch,
+        value_of: impl Fn(&[u8]) -> Option<Option<&'a [u8]>>,
+    ) -> BitmapCommit {
+        for k in std::mem::take(&mut self.internal_puts) {
+            batch.put(Space::Meta, k, Vec::new());
+        }
+        // tr-cache hook: new bytes for cached containers, applied after the write.
+        let cc = inner
+            .ccache
+            .prepare(std::mem::take(&mut self.cc_pending), value_of);
+        BitmapCommit {
+            cc,
+            absorbed: std::mem::take(&mut self.absorbed),
+        }
+    }
+
+    /// Forgets what this `Txn` wrote to bitmaps of `db` (every database
+    /// when `None`), as a flush discards its pending writes.
+    pub(crate) fn discard_db(&mut self, db: Option<u16>) {
+        self.written
+            .retain(|&(d, _, _), _| db.is_some_and(|db| d != db));
+    }
+}
+
+impl BitmapCommit {
+    /// Commit hook, after the batch is written: the container cache takes
+    /// the new bytes, and the absorbed keys' dirty entries are dropped
+    /// (unless edited again since).
+    pub(crate) fn finish(self, inner: &Inner) {
+        self.cc.apply(&inner.ccache); // tr-cache hook
+        for (mk, seq) in self.absorbed {
+            inner.dirty.remove_if(&mk, seq);
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! The bitmap side of the write-back tier (`dirty.rs`, `oplog.rs`;
+//! docs/handoff/write-back-tier.md): a TR.SETBIT or a TR.BITOP result kept
+//! in the dirty map and appended to the operation log instead of written to
+//! the `Kv`, the absorb of a dirty key into a `Txn`, and the replay of a
+//! logged TR.BITOP result at recovery. Contract: the tier never changes a
+//! key's existence, type or expiry; every `Txn` that may read or write a
+//! dirty key through another path absorbs it first, and its commit writes
+//! the key's dirty state with its own writes.
+
+use std::sync::Arc;
+
+use roaringd_bitmap::ContainerRef;
+
+use crate::error::{Result, StoreError};
+use crate::keys;
+use crate::meta::{BitmapSummary, KeyMeta, Kind, Summary};
+use crate::txn::Txn;
+
+use super::bytes::{cached_facts, split, view, Bytes, ContainerBytes};
+use super::container_cache::{deltas_of, facts_of, padded, padded_by, padded_with, set_facts, PAD};
+use super::delta;
+use super::setops::KeptBlocks;
+use super::summary::{census, census_bitset_flip, summary_of, summary_point, summary_push};
+use super::txn_state::WrittenBlock;
+use super::{dirty, oplog};
+
+impl Txn {
+    /// The write-back tier's TR.SETBIT (`docs/handoff/write-back-tier.md`,
+    /// step 4): edits a copy of the container (a bitset that stays one and
+    /// that the dirty map alone holds: in place,
+    /// [`dirty::Dirty::record_in_place`]),
+    /// keeps it and the new summary in the dirty map and appends the edit
+    /// to the operation log (synced by the commit under `always`); nothing
+    /// is written to the `Kv`. Returns the bit's previous value, or
+    /// `None` when the edit is not the tier's to take: a missing key, one
+    /// with an expiry, an absent block or one the edit empties, a clear
+    /// of the minimum or maximum (which needs a scan), or a full budget.
+    ///
+    /// # Errors
+    /// `WrongType`; `Io` when the log cannot be written (nothing changed).
+    pub(super) fn bm_setbit_dirty(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        off: u32,
+        value: bool,
+    ) -> Result<Option<bool>> {
+        let Some(m) = self.meta_of(db, key, Kind::Bitmap)? else {
+            return Ok(None);
+        };
+        if m.expire_at_ms != 0 {
+            return Ok(None);
+        }
+        let mut s = summary_of(&m);
+        let (hi, lo) = split(off);
+        let Some(old_bytes) = self.bm_get(db, key, m.version, hi, Some(&s))? else {
+            return Ok(None);
+        };
+        let n = old_bytes.deltas();
+        let old_facts = cached_facts(&old_bytes);
+        let old_view = view(&old_bytes)?;
+        let old = old_view.as_ref();
+        let prev = old.contains(lo);
+        if prev == value {
+            return Ok(Some(prev));
+        }
+        if !value && (off == s.min || off == s.max) {
+            return Ok(None);
+        }
+        let dirty = &self.inner.dirty;
+        let plan = old.plan_point_write(lo, value);
+        // A bitset that stays one is flipped in place where the tier
+        // holds the only copy of it (no 8 KiB copy), when its cached
+        // facts, if any, follow without a scan.
+        let in_place = match (old, &plan, &old_bytes) {
+            (ContainerRef::Bitset { .. }, Some(w), Bytes::Shared(_)) => {
+                if !dirty.has_room((PAD + w.encoded_len()) as u64) {
+                    return Ok(None);
+                }
+                old_facts.map_or(Some(None), |f| f.after_inner_flip(lo, value).map(Some))
+            }
+            _ => None,
+        };
+        if let Some(facts) = in_place {
+            let Bytes::Shared(held) = old_bytes else {
+                unreachable!("matched as shared above")
+            };
+            let mut flipped = s;
+            census_bitset_flip(&mut flipped, value);
+            summary_point(&mut flipped, off, value);
+            let meta = KeyMeta {
+                summary: Summary::Bitmap(flipped),
+                ..m
+            };
+            let mk = keys::KeyBuf::meta(db, key);
+            {
+                let mut log = dirty.log.lock();
+                let Some(log) = log.as_mut() else {
+                    return Ok(None);
+                };
+                let seq = log.append(db, m.version, key, off, value)?;
+                let edit = |b: &mut [u8]| {
+                    let (pad, c) = b.split_at_mut(PAD);
+                    let done = roaringd_bitmap::flip_bitset_in_place(c, lo, value);
+                    if let (true, Some(f)) = (done, facts) {
+                        set_facts(pad, f);
+                    }
+                    done
+                };
+                if let Err(held) = dirty.record_in_place(&mk, &meta, (hi, seq), held, edit) {
+                    // Shared (a reader holds it) or not the tier's yet
+                    // (read from the container cache): copied, under the
+                    // record appended above.
+                    let old = view(&held)?;
+                    let old = old.as_ref();
+                    // The bytes planned on above: the same plan.
+                    let w = old.plan_point_write(lo, value).ok_or_else(|| {
+                        StoreError::corrupt("a dirty container changed under its key's lock")
+                    })?;
+                    let mut bytes = padded_by(w.encoded_len(), n, |out| w.write(out));
+                    if let Some(f) = facts {
+                        set_facts(Arc::get_mut(&mut bytes).expect("a new Arc"), f);
+                    }
+                    let block = dirty::DirtyBlock {
+                        bytes,
+                        stored_deltas: n,
+                    };
+                    dirty.record(&mk, meta, hi, block, seq);
+                }
+            }
+            self.bm.oplog_appended = true;
+            self.touch(db, key);
+            return Ok(Some(prev));
+        }
+        // The new block's value, written in one pass over the old bytes
+        // where the kind stays (nearly every edit), else edited as a buffer.
+        let mut bytes = match plan {
+            Some(w) => {
+                if !dirty.has_room((PAD + w.encoded_len()) as u64) {
+                    return Ok(None);
+                }
+                padded_by(w.encoded_len(), n, |out| w.write(out))
+            }
+            None => {
+                let mut new = old.to_buf();
+                if value {
+                    new.insert(lo);
+                } else {
+                    new.remove(lo);
+                }
+                if new.is_empty() || !dirty.has_room((PAD + new.as_bytes().len()) as u64) {
+                    return Ok(None);
+                }
+                padded(new.as_bytes(), n)
+            }
+        };
+        let new = bytes.checked_view()?;
+        let new = new.as_ref();
+        census(&mut s, old, false);
+        census(&mut s, new, true);
+        summary_point(&mut s, off, value);
+        if let Some(f) = old_facts.and_then(|f| f.after_flip(new, lo, value)) {
+            set_facts(Arc::get_mut(&mut bytes).expect("a new Arc"), f);
+        }
+        let block = dirty::DirtyBlock {
+            bytes,
+            stored_deltas: n,
+        };
+        let meta = KeyMeta {
+            summary: Summary::Bitmap(s),
+            ..m
+        };
+        {
+            // Recorded under the log's lock: a checkpoint, which releases
+            // log segments under it, sees the key dirty with this record.
+            let mut log = dirty.log.lock();
+            let Some(log) = log.as_mut() else {
+                return Ok(None);
+            };
+            let seq = log.append(db, m.version, key, off, value)?;
+            dirty.record(&keys::KeyBuf::meta(db, key), meta, hi, block, seq);
+        }
+        // Synced by the commit under `always`, off the I/O threads.
+        self.bm.oplog_appended = true;
+        // Watchers of the key see the write.
+        self.touch(db, key);
+        Ok(Some(prev))
+    }
+
+    /// Absorb hook of a key this `Txn` locks after it began
+    /// (`Txn::ensure_locked`): [`Txn::bm_absorb`] when anything is dirty
+    /// (one atomic load when nothing is).
+    pub(crate) fn absorb_dirty(&mut self, db: u16, key: &[u8]) {
+        if !self.inner.dirty.is_empty() {
+            self.bm_absorb(&keys::KeyBuf::meta(db, key));
+        }
+    }
+
+    /// True when `key` is dirty and not absorbed by this `Txn` (the debug
+    /// builds' check of the `keep_dirty` contract in `bm_clean`).
+    pub(super) fn dirty_unabsorbed(&self, db: u16, key: &[u8]) -> bool {
+        let mk = keys::KeyBuf::meta(db, key);
+        self.inner.dirty.meta(&mk).is_some()
+            && !self
+                .bm
+                .absorbed
+                .iter()
+                .any(|(k, _)| k.as_slice() == &mk[..])
+    }
+
+    /// Absorbs dirty key `mk` (meta key) into this `Txn`, if dirty: each
+    /// dirty container is written as its entry with its stored deltas
+    /// deleted, the meta with the lowered delta count, and the `wb` entry
+    /// of its last log record; the dirty entry is dropped after the
+    /// commit (`docs/handoff/write-back-tier.md`, step 5).
+    pub(crate) fn bm_absorb(&mut self, mk: &[u8]) {
+        if self.bm.absorbed.iter().any(|(k, _)| k.as_slice() == mk) {
+            return;
+        }
+        let Some(d) = self.inner.dirty.get(mk) else {
+            return;
+        };
+        let Ok((db, key)) = keys::split_meta_key(mk) else {
+            return;
+        };
+        let key = key.to_vec();
+        let version = d.meta.version;
+        let mut s = summary_of(&d.meta);
+        for (hi, bytes, stored_deltas) in d.blocks.iter() {
+            self.data_put(db, &key, version, &hi.to_be_bytes(), bytes[PAD..].to_vec());
+            for seq in 0..stored_deltas {
+                self.data_delete(db, &key, version, &delta::delta_sub(hi, seq));
+            }
+            s.deltas = s.deltas.saturating_sub(u64::from(stored_deltas));
+            if self.inner.ccache.enabled() {
+                // The block's bytes and facts as the tier holds them, for
+                // a cached copy of the block (no delta entries now).
+                let bytes = if deltas_of(bytes) == 0 {
+                    Arc::clone(bytes)
+                } else {
+                    padded_with(&bytes[PAD..], 0, facts_of(bytes))
+                };
+                let dk = keys::data_key(db, &key, version, &hi.to_be_bytes());
+                self.bm.cc_pending.record_update((version, hi, dk), bytes);
+            }
+            self.bm.written_set((db, version, hi), WrittenBlock::Entry);
+        }
+        let meta = KeyMeta {
+            summary: Summary::Bitmap(s),
+            ..d.meta
+        };
+        self.absorb_meta(mk, meta);
+        self.bm
+            .internal_puts
+            .push(crate::store::wb_key(d.last_seq, db, version, &key));
+        self.bm.absorbed.push((mk.to_vec(), d.last_seq));
+    }
+
+    /// True when [`Txn::bm_bitop_dirty`] may take a result into `dest`,
+    /// as far as it can be told before the result is known: this `Txn`
+    /// was begun by `Store::begin_keeping` for `dest` and has written
+    /// nothing, the tier is on, and `dest` is a bitmap without expiry (the
+    /// tier never changes a key's existence or expiry, which SCAN, DBSIZE
+    /// and the expiry index read from the `Kv`). Returns `dest`'s summary
+    /// when it may, `None` when not; an error reading `dest` answers
+    /// `None` (it surfaces again on the ordinary path).
+    pub(super) fn tier_may_take(&mut self, db: u16, dest: &[u8]) -> Option<BitmapSummary> {
+        let mk = keys::KeyBuf::meta(db, dest);
+        if self.bm.keep_dest.as_deref() != Some(&mk[..])
+            || !self.writes_nothing()
+            || !self.inner.dirty.enabled()
+        {
+            return None;
+        }
+        match self.meta_of(db, dest, Kind::Bitmap) {
+            Ok(Some(m)) if m.expire_at_ms == 0 => Some(summary_of(&m)),
+            _ => None,
+        }
+    }
+
+    /// The write-back tier's TR.BITOP (`docs/handoff/write-back-tier.md`,
+    /// "TR.BITOP results"): the result `out` (summary `s`) becomes
+    /// `dest`'s state under a fresh version, kept whole in the dirty map
+    /// and logged as one value record (synced by the commit under
+    /// `always`); nothing is written to the `Kv`, and the old version's
+    /// entries become garbage once the key is absorbed. Called only where
+    /// [`Txn::tier_may_take`] held before the merge (which writes
+    /// nothing), with the summary it returned (`prev`); returns `None`
+    /// when taken, and `out` back when the result is still not the tier's
+    /// to take: it is empty or over `oplog::MAX_VALUE`, or the budget is
+    /// full.
+    ///
+    /// # Errors
+    /// `Io` when the log cannot be written (nothing changed then).
+    pub(super) fn bm_bitop_dirty(
+        &mut self,
+        db: u16,
+        dest: &[u8],
+        out: KeptBlocks,
+        (prev, s): (&BitmapSummary, &BitmapSummary),
+    ) -> Result<Option<KeptBlocks>> {
+        let mk = keys::KeyBuf::meta(db, dest);
+        let body: usize = out.iter().map(|(_, b)| 6 + b.len() - PAD).sum();
+        let padded_bytes: usize = out.iter().map(|(_, b)| b.len()).sum();
+        if out.is_empty()
+            || body > oplog::MAX_VALUE
+            || !self.inner.dirty.has_room(padded_bytes as u64)
+        {
+            return Ok(Some(out));
+        }
+        // Equal contents have equal summaries (stored deltas aside): only
+        // then are the bytes compared.
+        let same = BitmapSummary { deltas: 0, ..*prev } == *s && {
+            let bare: Vec<(u16, &[u8])> = out.iter().map(|(hi, b)| (*hi, &b[PAD..])).collect();
+            self.inner.dirty.holds_whole(&mk, &bare)
+        };
+        if same {
+            // The same result again (a recomputed audience that did not
+            // change): the key already is it, logged.
+            self.touch(db, dest);
+            return Ok(None);
+        }
+        let version = self.new_data_version()?;
+        // One list for the log record and the dirty map.
+        let blocks: dirty::ValueBlocks = out.into();
+        let meta = KeyMeta {
+            version,
+            expire_at_ms: 0,
+            big: false,
+            noint: false,
+            summary: Summary::Bitmap(*s),
+        };
+        {
+            // Under the log's lock, as in `bm_setbit_dirty`.
+            let dirty = &self.inner.dirty;
+            let mut log = dirty.log.lock();
+            let Some(log) = log.as_mut() else {
+                return Ok(Some(blocks.to_vec()));
+            };
+            let seq = log.append_value(db, version, dest, Arc::clone(&blocks), PAD)?;
+            dirty.record_value(&mk, meta, blocks, seq);
+        }
+        self.bm.oplog_appended = true;
+        self.touch(db, dest);
+        Ok(None)
+    }
+
+    /// Recovery of a logged TR.BITOP result (`oplog::Change::Value`):
+    /// `key` becomes the bitmap of `blocks` (laid out as
+    /// `oplog::encode_blocks` does) under a fresh version, which it
+    /// returns; the key is created if missing. `None`, changing nothing,
+    /// when the key holds another type: the record's destination was a
+    /// bitmap, so the log does not lead to that state.
+    ///
+    /// # Errors
+    /// `Corrupt` for bytes that are not valid non-empty containers in
+    /// ascending block order.
+    pub(crate) fn tr_restore_value(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        blocks: &[u8],
+    ) -> Result<Option<u64>> {
+        let bad = || StoreError::corrupt("operation log: bad value record");
+        let list = oplog::decode_blocks(blocks).ok_or_else(bad)?;
+        match self.meta_of(db, key, Kind::Bitmap) {
+            Err(StoreError::WrongType) => return Ok(None),
+            r => r?,
+        };
+        let mut s = BitmapSummary::default();
+        let mut last: Option<u16> = None;
+        for &(hi, b) in &list {
+            let v = view(b)?;
+            if last.is_some_and(|l| l >= hi) || v.as_ref().is_empty() {
+                return Err(bad());
+            }
+            last = Some(hi);
+            summary_push(&mut s, hi, v.as_ref());
+        }
+        let version = self.new_data_version()?;
+        for (hi, b) in list {
+            self.data_put_fresh(db, key, version, &hi.to_be_bytes(), b.to_vec())?;
+        }
+        self.put_new_bitmap_meta(db, key, version, s)?;
+        Ok(Some(version))
+    }
+}
