@@ -187,22 +187,26 @@ impl Txn {
     /// (or, `reverse`, from `from` downward). `s`: the version's summary
     /// (sizes the cache fill). Served from a cached directory when there
     /// is one and this `Txn` has not written the key; else a `Kv` scan
-    /// that fills the cache (the directory too when it covers the key).
+    /// (the memory tier serves hot keys). With `fill` (set operations,
+    /// which read the same keys whole again and again) a small key is
+    /// warmed into the container cache first, or the scan fills the cache
+    /// as it goes (the directory too when it covers the key); single-key
+    /// readers do not fill it (with many keys that only churned it).
     pub(super) fn bm_stream(
         &self,
         db: u16,
         key: &[u8],
         version: u64,
-        from: u16,
-        reverse: bool,
+        (from, reverse): (u16, bool),
         s: &BitmapSummary,
+        fill: bool,
     ) -> Stream<'_> {
         let cc = &self.inner.ccache;
         let clean = self.bm_clean(db, key, version);
         if clean {
             if let Some(d) = cc
                 .dir(version)
-                .or_else(|| self.bm_warm(db, key, version, s))
+                .or_else(|| fill.then(|| self.bm_warm(db, key, version, s)).flatten())
             {
                 let blocks: Vec<u16> = if reverse {
                     let end = d.partition_point(|&b| b <= from);
@@ -217,7 +221,7 @@ impl Txn {
                     blocks,
                     pos: 0,
                     fetch: Box::new(move |hi| {
-                        self.bm_get_stored(db, &key, (version, Some(&s)), hi, true)?
+                        self.bm_get_stored(db, &key, (version, Some(&s)), hi, fill)?
                             .ok_or_else(|| {
                                 StoreError::corrupt(
                                     "bitmap container directory names a container that is not stored",
@@ -239,7 +243,7 @@ impl Txn {
             self.data_iter(db, key, version, after.as_deref(), reverse),
             reverse,
         );
-        let it: EntryIter<'_> = if clean && key_bytes(s) <= cc.capacity() / 8 {
+        let it: EntryIter<'_> = if fill && clean && key_bytes(s) <= cc.capacity() / 8 {
             Box::new(FillScan {
                 inner: scan,
                 cache: cc,
@@ -292,7 +296,7 @@ impl Txn {
                         return held_stream(h);
                     }
                 }
-                return self.bm_stream(db, key, version, 0, false, s);
+                return self.bm_stream(db, key, version, (0, false), s, true);
             }
         };
         Stream::Scan(it.peekable())
@@ -323,7 +327,7 @@ impl Txn {
         let Some(from) = from else {
             return Ok(None);
         };
-        let mut st = self.bm_stream(db, key, version, from, reverse, s);
+        let mut st = self.bm_stream(db, key, version, (from, reverse), s, false);
         let Some(hi) = head(&mut st)? else {
             return Ok(None);
         };
