@@ -34,6 +34,7 @@ pub mod dirty;
 pub mod error;
 pub mod glob;
 pub mod hashes;
+pub mod key_read;
 pub mod keys;
 pub mod keyspace;
 pub mod kv;
@@ -52,6 +53,7 @@ pub mod txn;
 
 pub use error::{Result, StoreError};
 pub use glob::{glob_match, glob_match_nocase};
+pub use key_read::KeyRead;
 pub use kv::{Durability, Kv, KvRead, KvStats, Space, WriteBatch};
 pub use meta::{BitmapSummary, KeyMeta, Kind, KindCensus, MetaBrief, Summary, BITMAP_TYPE_NAME};
 pub use store::{now_ms, DbStats, Store, StoreConfig, StoreStats, SyncMode};

@@ -74,6 +74,9 @@ pub struct Txn {
     /// The write-back tier logged an edit of this `Txn`: the commit syncs
     /// the log under `always`.
     pub(crate) oplog_appended: bool,
+    /// Set by [`Txn::read_after_commit`]: the commit leaves a snapshot of
+    /// the `Kv` here, taken after its write, before its locks go.
+    pub(crate) snapshot_cell: Option<crate::key_read::SnapshotCell>,
 }
 
 /// Takes items from `it` until their `size` reaches `max_bytes` (the item
@@ -135,6 +138,7 @@ impl Txn {
             absorbed: Vec::new(),
             internal_puts: Vec::new(),
             oplog_appended: false,
+            snapshot_cell: None,
         }
     }
 
@@ -216,11 +220,22 @@ impl Txn {
 
     /// Writes the overlay as one atomic batch (synced per the sync mode)
     /// and returns the keys it modified, each once, sorted. Keys removed by
-    /// lazy expiry are included.
+    /// lazy expiry are included. Then, when a [`Txn::read_after_commit`]
+    /// asked for one, takes the snapshot its reads use, before the locks
+    /// are let go.
     ///
     /// # Errors
     /// `Io` when the write fails; nothing is applied then.
     pub fn commit(mut self) -> Result<Vec<(u16, Vec<u8>)>> {
+        let keys = self.write_batch()?;
+        if let Some(cell) = self.snapshot_cell.take() {
+            let _ = cell.set(Arc::from(self.inner.kv.snapshot()));
+        }
+        Ok(keys)
+    }
+
+    /// [`Txn::commit`]'s write.
+    fn write_batch(&mut self) -> Result<Vec<(u16, Vec<u8>)>> {
         if self.oplog_appended && Store::durability(&self.inner) == crate::kv::Durability::Sync {
             if let Some(log) = self.inner.dirty.log.lock().as_mut() {
                 log.sync()?;
