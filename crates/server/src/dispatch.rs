@@ -80,11 +80,17 @@ pub fn execute_entry(
 /// A reply already encoded in one buffer becomes `out` itself when `out`
 /// is empty (no copy); any other reply of one big buffer (over
 /// [`LONG_REPLY_BYTES`]) is copied, and freed, off the connection worker.
-pub fn encode(server: &Server, client: &Client, reply: Reply, out: &mut Vec<u8>) {
+/// A streamed reply goes to `client.streams`, placed after `out`'s bytes
+/// so far: the connection writes it there ([`crate::stream`]).
+pub fn encode(server: &Server, client: &mut Client, reply: Reply, out: &mut Vec<u8>) {
     if let Reply::Error(e) = &reply {
         record_error(server, e);
     }
     let big = match reply {
+        Reply::Stream(s) => {
+            client.streams.push((out.len(), s));
+            return;
+        }
         Reply::Encoded(b) if out.is_empty() => {
             *out = b;
             return;
@@ -214,7 +220,7 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
         if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
             run_in_txn(server, client, entry, args)
         } else {
-            call(server, client, entry, args, None)
+            call(server, client, entry, args, None, false)
         }
     });
     let usec = start.elapsed().as_micros() as u64;
@@ -264,7 +270,9 @@ fn run_in_txn(
     let long = spec
         .data_work
         .is_some_and(|f| f(&mut txn, db, &args) > LONG_WORK_US);
-    let reply = run_blocking_if(long, || call(server, client, entry, args, Some(&mut txn)))?;
+    let reply = run_blocking_if(long, || {
+        call(server, client, entry, args, Some(&mut txn), true)
+    })?;
     commit(server, client, txn, spec.has(Flag::Write))?;
     Ok(reply)
 }
@@ -334,13 +342,15 @@ pub fn commit(
 /// caught, logged with the command's name, and returned as
 /// [`CommandError::Panicked`]; a single command's transaction is then
 /// dropped by its caller like any failed command's, and a group's is
-/// handled by [`run_skipping_panicked`].
+/// handled by [`run_skipping_panicked`]. `may_stream`: see
+/// [`Ctx::may_stream`] (the caller guarantees its condition).
 pub fn call(
     server: &Server,
     client: &mut Client,
     entry: &'static Entry,
     mut args: Args<'_>,
     txn: Option<&mut roaringd_store::Txn>,
+    may_stream: bool,
 ) -> Result<Reply, CommandError> {
     args.seek(if entry.is_sub { 2 } else { 1 });
     client.info.set_last_cmd(entry);
@@ -355,6 +365,7 @@ pub fn call(
         client,
         server,
         txn,
+        may_stream,
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         (entry.spec.handler)(&mut ctx, &mut args)

@@ -114,7 +114,9 @@ impl Batch {
 
     /// Runs the pending commands in one transaction (see the module docs);
     /// a command that panics after writing is left out and the group runs
-    /// again without it ([`dispatch::run_skipping_panicked`]).
+    /// again without it ([`dispatch::run_skipping_panicked`]). A command
+    /// after the group's last write may stream its reply
+    /// ([`crate::ctx::Ctx::may_stream`]).
     fn run_group(&mut self, server: &Server, client: &mut Client, buf: &[u8], out: &mut Vec<u8>) {
         let keys: Vec<(u16, &[u8])> = self
             .keys
@@ -129,6 +131,7 @@ impl Batch {
         let long = cmds
             .iter()
             .any(|&(e, a, b)| e.spec.is_long(&Args::new(buf, &spans[a..b])));
+        let last_write = cmds.iter().rposition(|&(e, _, _)| e.spec.has(Flag::Write));
         dispatch::run_blocking_if(long, || {
             dispatch::run_skipping_panicked(|skipped| {
                 let mut txn = if keep_dirty {
@@ -147,7 +150,8 @@ impl Batch {
                     }
                     let args = Args::new(buf, &spans[a..b]);
                     any_write |= entry.spec.has(Flag::Write);
-                    let r = dispatch::call(server, client, entry, args, Some(&mut txn));
+                    let may_stream = last_write.is_none_or(|w| i > w);
+                    let r = dispatch::call(server, client, entry, args, Some(&mut txn), may_stream);
                     let end = Instant::now();
                     let usec = end.duration_since(start).as_micros() as u64;
                     start = end;

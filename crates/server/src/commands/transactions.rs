@@ -227,7 +227,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                 } else {
                     None
                 };
-                let r = dispatch::call(server, client, q.entry, args, t);
+                // No streamed reply: a later queued command may write the key.
+                let r = dispatch::call(server, client, q.entry, args, t, false);
                 let usec = start.elapsed().as_micros() as u64;
                 dispatch::account(server, client, q.entry, &args, usec, r.is_err());
                 if dispatch::panicked_after_write(&r) {
