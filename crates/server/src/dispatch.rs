@@ -277,6 +277,26 @@ fn run_in_txn(
     Ok(reply)
 }
 
+/// True when the `data_work` estimates of `cmds` (row, database, whole
+/// request), read through `txn` (which holds their keys), add up past
+/// [`LONG_WORK_US`]: a pipeline group or an EXEC then runs off the worker,
+/// as a single command does.
+pub fn data_work_is_long<'a>(
+    txn: &mut roaringd_store::Txn,
+    cmds: impl Iterator<Item = (&'static crate::command_table::CommandSpec, u16, Args<'a>)>,
+) -> bool {
+    let mut total = 0u64;
+    for (spec, db, args) in cmds {
+        if let Some(f) = spec.data_work {
+            total = total.saturating_add(f(txn, db, &args));
+            if total > LONG_WORK_US {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// Runs `f` as blocking work when called on a worker of the
 /// multi-threaded runtime (`block_in_place`: the worker's other
 /// connections move to another thread until `f` returns); elsewhere (no
@@ -505,6 +525,38 @@ mod tests {
                 "4"
             ]
         );
+    }
+
+    #[test]
+    fn data_work_of_a_group_adds_up() {
+        use roaringd_resp::Span;
+        let store = roaringd_store::Store::open(roaringd_store::StoreConfig::default()).unwrap();
+        let mut t = store.begin(&[(0, b"s")]);
+        let members: Vec<Vec<u8>> = (0..600).map(|i| i.to_string().into_bytes()).collect();
+        t.sadd(0, b"s", &members).unwrap();
+        t.commit().unwrap();
+        let buf = b"smemberssgetk".to_vec();
+        let span = |start, end| Span { start, end };
+        let smembers = [span(0, 8), span(8, 9)];
+        let get = [span(9, 12), span(12, 13)];
+        let spec = |name: &[u8]| CommandTable::get().lookup(name).unwrap().spec;
+        let cmd = |spans| (spec(b"smembers"), 0u16, Args::new(&buf, spans));
+        let mut t = store.begin(&[(0, b"s")]);
+        // 600 members: short alone, long twice (1,200 us of estimates).
+        assert!(!data_work_is_long(&mut t, [cmd(&smembers)].into_iter()));
+        assert!(data_work_is_long(
+            &mut t,
+            [cmd(&smembers), cmd(&smembers)].into_iter()
+        ));
+        // Rows without a data estimate add nothing; another database's
+        // key has no members.
+        let g = (spec(b"get"), 0u16, Args::new(&buf, &get));
+        assert!(!data_work_is_long(&mut t, [cmd(&smembers), g].into_iter()));
+        let other = (spec(b"smembers"), 1u16, Args::new(&buf, &smembers));
+        assert!(!data_work_is_long(
+            &mut t,
+            [cmd(&smembers), other].into_iter()
+        ));
     }
 
     #[test]
