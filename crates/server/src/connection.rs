@@ -223,6 +223,12 @@ fn process(
                 };
                 if !grouped {
                     batch.flush(server, client, rbuf, out);
+                    if !client.streams.is_empty() {
+                        // The group streams a reply: this request runs
+                        // (is parsed again) once the stream is written.
+                        let close = over_hard_limit(server, client, out);
+                        return (start, close);
+                    }
                     let args = parser.args(&rbuf[start..]);
                     dispatch::execute(server, client, args, out);
                 }
