@@ -391,6 +391,10 @@ impl<'a, 'n> Writer<'a, 'n> {
                 if done {
                     break;
                 }
+                // A fast reader never makes the write wait: let the
+                // worker's other connections run between chunks (tokio's
+                // budget only counts operations, 128 chunks' worth here).
+                tokio::task::yield_now().await;
             }
         }
         self.send(&out[pos..]).await
