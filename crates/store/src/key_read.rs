@@ -17,6 +17,9 @@
 //! - Each read opens its own range scan from where the last one stopped,
 //!   so a caller can hold a [`KeyRead`] across awaits and read it in
 //!   chunks of its choosing.
+//! - Held, it costs its snapshot (fjall keeps the memtables and tables
+//!   the snapshot reads until it is dropped) and its pinned version (the
+//!   data GC keeps that version, and newer ones, meanwhile).
 
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock};

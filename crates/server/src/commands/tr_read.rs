@@ -4,7 +4,8 @@
 //! The large replies (GETBITS, SCAN, RANGE, RANGEBITARRAY) are bounded by
 //! `max-reply-bytes` (open point 8): past it the command replies
 //! `ERR invalid arguments, maybe out of range or illegal` and never builds
-//! the reply.
+//! the reply. A big RANGE or RANGEBITARRAY is streamed where the caller
+//! allows it (`crate::stream`), sized exactly before its first byte.
 
 use roaringd_resp::Args;
 
