@@ -299,6 +299,11 @@ def test_long_commands_run_off_the_worker_with_correct_replies(hostile_server):
     assert len(c.call("SMEMBERS", "bigset")) == 30000
     assert len(c.call("HGETALL", "bighash")) == 60000
     assert len(c.call("HKEYS", "bighash")) == 30000
+    # ... in a pipeline group and in EXEC too (their estimates add up)
+    r = c.pipeline([("SMEMBERS", "bigset"), ("HVALS", "bighash"), ("SCARD", "bigset")])
+    assert [len(r[0]), len(r[1]), r[2]] == [30000, 30000, 30000]
+    r = c.pipeline([("MULTI",), ("SMEMBERS", "bigset"), ("HKEYS", "bighash"), ("EXEC",)])
+    assert [len(x) for x in r[-1]] == [30000, 30000]
     assert len(c.call("SUNION", "bigset", "s")) == 30003
     assert c.call("SINTERSTORE", "inter", "bigset", "bigset") == 30000
     cur, page = c.call("SSCAN", "bigset", "0", "COUNT", "100000")

@@ -47,6 +47,10 @@ pub struct Client {
     /// A write was committed since the replies were last written: with
     /// `write-before-reply`, the writes go to the OS before the replies.
     pub wrote: bool,
+    /// Streamed replies waiting to be written, each with the length the
+    /// output buffer had when it was replied: it goes after those bytes
+    /// (`dispatch::encode` adds them; the connection writes and drops them).
+    pub(crate) streams: Vec<(usize, crate::stream::StreamedReply)>,
 }
 
 impl Client {
@@ -68,6 +72,7 @@ impl Client {
             info,
             key_scratch: Vec::with_capacity(8),
             wrote: false,
+            streams: Vec::new(),
         }
     }
 

@@ -31,7 +31,10 @@ use crate::reply::Reply;
 
 /// A command handler: reads its arguments from `args` (positioned after the
 /// name, or after the subcommand), works on `ctx`, returns a reply.
-/// Handlers never touch sockets.
+/// Handlers never touch sockets. A big reply may be a [`Reply::Stream`]
+/// when [`Ctx::may_stream`] allows it: its producer reads the key from
+/// the snapshot of the command's commit while the connection writes it
+/// (contract: [`crate::stream`]).
 pub type Handler = fn(&mut Ctx<'_>, &mut Args<'_>) -> Result<Reply, CommandError>;
 
 /// Estimates, from a request's arguments alone (no store access), the

@@ -1,6 +1,9 @@
 //! One connection: read into a reused buffer, execute every complete
 //! request in it (consecutive data commands as one store transaction, see
 //! `pipeline`), encode all replies into one output buffer, write once.
+//! A streamed reply (`crate::stream`) stops the execution there: the
+//! replies before it are written, then the stream a chunk at a time, then
+//! the requests left in the buffer run before the next read.
 //!
 //! A protocol error replies with Redis's text and closes this connection
 //! only. The read buffer grows only with bytes actually received; the
@@ -13,10 +16,15 @@ use roaringd_resp::{Limits, ReplyEncoder, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use std::pin::Pin;
+
+use tokio::sync::futures::Notified;
+
 use crate::client::{Client, ClientInfo};
 use crate::dispatch;
 use crate::pipeline::Batch;
 use crate::state::{now_ms, Server};
+use crate::stream::{StreamedReply, CHUNK_BYTES};
 
 /// Smallest free space offered to each read.
 const READ_CHUNK: usize = 16 * 1024;
@@ -37,6 +45,11 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
     let mut out: Vec<u8> = Vec::new();
     let mut limits = current_limits(&server, &client);
     let mut batch = Batch::default();
+    // A streamed reply's chunk, reused.
+    let mut chunk: Vec<u8> = Vec::new();
+    // Complete requests left in `rbuf` after a streamed reply: run them
+    // before reading again.
+    let mut more = false;
     // One `Notified` for the connection's life: created per read, it would
     // join and leave the Notify's waiter list (a mutex each way) every time.
     // `kill` uses `notify_one`, whose permit also reaches a future that has
@@ -45,36 +58,38 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
     tokio::pin!(killed);
 
     loop {
-        if rbuf.capacity() - rbuf.len() < READ_CHUNK {
-            rbuf.reserve(READ_CHUNK.max(rbuf.len() / 2));
-        }
-        let idle = server.hot.timeout.load(Ordering::Relaxed);
-        let idle_limit = async {
-            if idle == 0 || client.multi.is_some() {
-                std::future::pending::<()>().await;
-            } else {
-                tokio::time::sleep(std::time::Duration::from_secs(idle)).await;
+        if !more {
+            if rbuf.capacity() - rbuf.len() < READ_CHUNK {
+                rbuf.reserve(READ_CHUNK.max(rbuf.len() / 2));
             }
-        };
-        let n = tokio::select! {
-            // Fixed order (no random draw per read); a kill is still seen
-            // at once, as `killed` is checked after every read.
-            biased;
-            r = stream.read_buf(&mut rbuf) => match r {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            },
-            () = &mut killed => break,
-            _ = idle_limit => {
-                crate::verbose!("Closing idle client id={}", info.id);
+            let idle = server.hot.timeout.load(Ordering::Relaxed);
+            let idle_limit = async {
+                if idle == 0 || client.multi.is_some() {
+                    std::future::pending::<()>().await;
+                } else {
+                    tokio::time::sleep(std::time::Duration::from_secs(idle)).await;
+                }
+            };
+            let n = tokio::select! {
+                // Fixed order (no random draw per read); a kill is still seen
+                // at once, as `killed` is checked after every read.
+                biased;
+                r = stream.read_buf(&mut rbuf) => match r {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                },
+                () = &mut killed => break,
+                _ = idle_limit => {
+                    crate::verbose!("Closing idle client id={}", info.id);
+                    break;
+                }
+            };
+            if info.killed.load(Ordering::Acquire) {
                 break;
             }
-        };
-        if info.killed.load(Ordering::Acquire) {
-            break;
+            server.stats.net_input_bytes.add(n as u64);
+            info.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
         }
-        server.stats.net_input_bytes.add(n as u64);
-        info.last_interaction_ms.store(now_ms(), Ordering::Relaxed);
 
         // A panic in a handler must not take the server down (nor leave
         // this client registered): reply with an error and close.
@@ -98,6 +113,7 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
                 (rbuf.len(), true)
             }
         };
+        more = !close && start < rbuf.len() && !client.streams.is_empty();
         if start == rbuf.len() {
             rbuf.clear();
             parser.reset();
@@ -126,9 +142,13 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
                 }
             }
         }
-        if !out.is_empty() {
-            server.stats.net_output_bytes.add(out.len() as u64);
-            match write_out(&server, &mut stream, &out).await {
+        if !out.is_empty() || !client.streams.is_empty() {
+            let streams = std::mem::take(&mut client.streams);
+            let written = Writer::new(&server, &mut stream, killed.as_mut())
+                .write_all(&out, &streams, &mut chunk)
+                .await;
+            drop(streams);
+            match written {
                 Ok(()) => {}
                 Err(WriteEnd::Failed) => break,
                 Err(WriteEnd::OverSoftLimit) => {
@@ -139,9 +159,22 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
                     );
                     break;
                 }
+                Err(WriteEnd::OverHardLimit(pending)) => {
+                    warn_hard_limit(&server, &client, pending);
+                    break;
+                }
+                Err(WriteEnd::StreamFailed(e)) => {
+                    crate::warning!(
+                        "Closing client id={} addr={}: a streamed reply failed: {e}",
+                        info.id,
+                        info.addr
+                    );
+                    break;
+                }
             }
             out.clear();
             shrink(&mut out);
+            shrink(&mut chunk);
         }
         if rbuf.is_empty() {
             shrink(&mut rbuf);
@@ -190,6 +223,12 @@ fn process(
                 };
                 if !grouped {
                     batch.flush(server, client, rbuf, out);
+                    if !client.streams.is_empty() {
+                        // The group streams a reply: this request runs
+                        // (is parsed again) once the stream is written.
+                        let close = over_hard_limit(server, client, out);
+                        return (start, close);
+                    }
                     let args = parser.args(&rbuf[start..]);
                     dispatch::execute(server, client, args, out);
                 }
@@ -204,6 +243,10 @@ fn process(
                 }
                 if limits.unauthenticated || crate::dispatch::needs_auth(server, client) {
                     *limits = current_limits(server, client);
+                }
+                if !client.streams.is_empty() {
+                    // Written before any later request runs.
+                    return (start, false);
                 }
             }
             Ok(None) => break,
@@ -225,55 +268,172 @@ fn process(
     (start, close)
 }
 
-/// True (and `out` emptied: Redis sends nothing more to such a client)
-/// when the replies pending in `out` reach the normal clients'
-/// `client-output-buffer-limit` hard limit; the client is then closed.
-fn over_hard_limit(server: &Server, client: &Client, out: &mut Vec<u8>) -> bool {
+/// Bytes of the replies pending in `out` and in the client's streamed
+/// replies (what they have still to produce, or its lower bound).
+fn pending_bytes(client: &Client, out: &[u8]) -> u64 {
+    let streams: u64 = client.streams.iter().map(|(_, s)| s.left()).sum();
+    out.len() as u64 + streams
+}
+
+/// True (and the pending replies dropped: Redis sends nothing more to
+/// such a client) when the replies pending in `out` and the client's
+/// streams reach the normal clients' `client-output-buffer-limit` hard
+/// limit; the client is then closed.
+fn over_hard_limit(server: &Server, client: &mut Client, out: &mut Vec<u8>) -> bool {
     let hard = server.hot.obuf_hard.load(Ordering::Relaxed);
-    if hard == 0 || (out.len() as u64) < hard {
+    if hard == 0 {
         return false;
     }
+    let pending = pending_bytes(client, out);
+    if pending < hard {
+        return false;
+    }
+    warn_hard_limit(server, client, pending);
+    out.clear();
+    client.streams.clear();
+    true
+}
+
+fn warn_hard_limit(server: &Server, client: &Client, pending: u64) {
     crate::warning!(
         "Client id={} addr={} closed for overcoming of output buffer limits ({} bytes pending, hard limit {}).",
         client.id,
         client.info.addr,
-        out.len(),
-        hard
+        pending,
+        server.hot.obuf_hard.load(Ordering::Relaxed)
     );
-    out.clear();
-    true
 }
 
-/// Why [`write_out`] stopped early.
+/// Why [`Writer::write_all`] stopped early.
 enum WriteEnd {
-    /// The peer is gone or the write failed.
+    /// The peer is gone, the write failed, or the client was killed.
     Failed,
     /// More than the soft output limit stayed pending for its seconds.
     OverSoftLimit,
+    /// A stream turned out to pass the hard output limit (bytes pending).
+    OverHardLimit(u64),
+    /// A streamed reply's read failed after its first byte.
+    StreamFailed(roaringd_store::StoreError),
 }
 
-/// Writes `out` to the client. While more than the normal clients'
-/// `client-output-buffer-limit` soft limit (when set) is still pending,
-/// the writing must get under it within its soft seconds, else the client
-/// is closed as Redis closes it.
-async fn write_out(server: &Server, stream: &mut TcpStream, out: &[u8]) -> Result<(), WriteEnd> {
-    let soft = server.hot.obuf_soft.load(Ordering::Relaxed) as usize;
-    let mut pos = 0;
-    if soft > 0 && out.len() > soft {
-        let secs = server.hot.obuf_soft_secs.load(Ordering::Relaxed);
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
-        while out.len() - pos > soft {
-            match tokio::time::timeout_at(deadline, stream.write(&out[pos..])).await {
-                Ok(Ok(0)) | Ok(Err(_)) => return Err(WriteEnd::Failed),
-                Ok(Ok(n)) => pos += n,
-                Err(_) => return Err(WriteEnd::OverSoftLimit),
-            }
+/// Writes the pending replies of one round: the output buffer with the
+/// streamed replies in their places, each produced a chunk at a time,
+/// the next chunk once the last is written. Against the normal clients'
+/// `client-output-buffer-limit`, it counts what Redis's output buffer
+/// would hold, where every reply of the round is whole at once:
+/// - soft limit: what is still to be written (the buffer's rest, the
+///   streams' [`StreamedReply::left`]) must get back under it within its
+///   soft seconds;
+/// - hard limit: the round's replies, a stream counted by the bytes it
+///   has produced plus what it still owes: once that reaches the limit
+///   (known only while producing for a stream whose size had a lower
+///   bound), the client is closed.
+///
+/// A kill (CLIENT KILL) ends it at once.
+struct Writer<'a, 'n> {
+    server: &'a Server,
+    stream: &'a mut TcpStream,
+    killed: Pin<&'a mut Notified<'n>>,
+    /// Bytes still to be written (the soft limit's measure).
+    pending: u64,
+    /// Bytes of the round's replies (the hard limit's measure).
+    total: u64,
+    soft: u64,
+    /// Set while more than `soft` is pending: when that started plus the
+    /// soft seconds.
+    deadline: Option<tokio::time::Instant>,
+}
+
+impl<'a, 'n> Writer<'a, 'n> {
+    fn new(
+        server: &'a Server,
+        stream: &'a mut TcpStream,
+        killed: Pin<&'a mut Notified<'n>>,
+    ) -> Self {
+        Writer {
+            server,
+            stream,
+            killed,
+            pending: 0,
+            total: 0,
+            soft: server.hot.obuf_soft.load(Ordering::Relaxed),
+            deadline: None,
         }
     }
-    stream
-        .write_all(&out[pos..])
-        .await
-        .map_err(|_| WriteEnd::Failed)
+
+    async fn write_all(
+        mut self,
+        out: &[u8],
+        streams: &[(usize, StreamedReply)],
+        chunk: &mut Vec<u8>,
+    ) -> Result<(), WriteEnd> {
+        self.pending = out.len() as u64 + streams.iter().map(|(_, s)| s.left()).sum::<u64>();
+        self.total = self.pending;
+        let hard = self.server.hot.obuf_hard.load(Ordering::Relaxed);
+        let mut pos = 0;
+        for (at, s) in streams {
+            self.send(&out[pos..*at]).await?;
+            pos = *at;
+            loop {
+                chunk.clear();
+                let before = s.left();
+                let done = s
+                    .produce(chunk, CHUNK_BYTES)
+                    .map_err(WriteEnd::StreamFailed)?;
+                // What the stream owes now: this chunk and its rest.
+                let owed = chunk.len() as u64 + s.left();
+                self.pending = self.pending.saturating_sub(before) + owed;
+                self.total = self.total.saturating_sub(before) + owed;
+                if hard > 0 && self.total >= hard {
+                    return Err(WriteEnd::OverHardLimit(self.total));
+                }
+                self.send(chunk).await?;
+                if done {
+                    break;
+                }
+                // A fast reader never makes the write wait: let the
+                // worker's other connections run between chunks (tokio's
+                // budget only counts operations, 128 chunks' worth here).
+                tokio::task::yield_now().await;
+            }
+        }
+        self.send(&out[pos..]).await
+    }
+
+    /// Writes `bytes`, counting them off `pending`.
+    async fn send(&mut self, mut bytes: &[u8]) -> Result<(), WriteEnd> {
+        while !bytes.is_empty() {
+            if self.soft > 0 && self.pending > self.soft {
+                if self.deadline.is_none() {
+                    let secs = self.server.hot.obuf_soft_secs.load(Ordering::Relaxed);
+                    self.deadline =
+                        Some(tokio::time::Instant::now() + std::time::Duration::from_secs(secs));
+                }
+            } else {
+                self.deadline = None;
+            }
+            let deadline = self.deadline;
+            let until = async move {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let n = tokio::select! {
+                biased;
+                r = self.stream.write(bytes) => match r {
+                    Ok(0) | Err(_) => return Err(WriteEnd::Failed),
+                    Ok(n) => n,
+                },
+                () = self.killed.as_mut() => return Err(WriteEnd::Failed),
+                () = until => return Err(WriteEnd::OverSoftLimit),
+            };
+            self.server.stats.net_output_bytes.add(n as u64);
+            self.pending = self.pending.saturating_sub(n as u64);
+            bytes = &bytes[n..];
+        }
+        Ok(())
+    }
 }
 
 fn current_limits(server: &Server, client: &Client) -> Limits {

@@ -17,6 +17,8 @@ pub struct Ctx<'a> {
     pub server: &'a Server,
     /// The store transaction, for commands flagged `Write` or `Readonly`.
     pub(crate) txn: Option<&'a mut roaringd_store::Txn>,
+    /// See [`Ctx::may_stream`].
+    pub(crate) may_stream: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -31,6 +33,15 @@ impl<'a> Ctx<'a> {
         self.txn.as_deref_mut().ok_or(CommandError::err(
             "internal error: command has no store transaction",
         ))
+    }
+
+    /// True when the handler may return a [`crate::Reply::Stream`]
+    /// ([`crate::stream`]): the command runs alone, or in a pipeline group
+    /// that writes nothing after it (its key then stays as the command saw
+    /// it until the group's commit, where the stream's snapshot is taken).
+    /// False in EXEC.
+    pub fn may_stream(&self) -> bool {
+        self.may_stream
     }
 
     /// The reply-size ceiling of the commands whose reply size their

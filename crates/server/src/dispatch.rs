@@ -80,11 +80,17 @@ pub fn execute_entry(
 /// A reply already encoded in one buffer becomes `out` itself when `out`
 /// is empty (no copy); any other reply of one big buffer (over
 /// [`LONG_REPLY_BYTES`]) is copied, and freed, off the connection worker.
-pub fn encode(server: &Server, client: &Client, reply: Reply, out: &mut Vec<u8>) {
+/// A streamed reply goes to `client.streams`, placed after `out`'s bytes
+/// so far: the connection writes it there ([`crate::stream`]).
+pub fn encode(server: &Server, client: &mut Client, reply: Reply, out: &mut Vec<u8>) {
     if let Reply::Error(e) = &reply {
         record_error(server, e);
     }
     let big = match reply {
+        Reply::Stream(s) => {
+            client.streams.push((out.len(), s));
+            return;
+        }
         Reply::Encoded(b) if out.is_empty() => {
             *out = b;
             return;
@@ -214,7 +220,7 @@ fn run(server: &Server, client: &mut Client, entry: &'static Entry, args: Args<'
         if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
             run_in_txn(server, client, entry, args)
         } else {
-            call(server, client, entry, args, None)
+            call(server, client, entry, args, None, false)
         }
     });
     let usec = start.elapsed().as_micros() as u64;
@@ -264,9 +270,31 @@ fn run_in_txn(
     let long = spec
         .data_work
         .is_some_and(|f| f(&mut txn, db, &args) > LONG_WORK_US);
-    let reply = run_blocking_if(long, || call(server, client, entry, args, Some(&mut txn)))?;
+    let reply = run_blocking_if(long, || {
+        call(server, client, entry, args, Some(&mut txn), true)
+    })?;
     commit(server, client, txn, spec.has(Flag::Write))?;
     Ok(reply)
+}
+
+/// True when the `data_work` estimates of `cmds` (row, database, whole
+/// request), read through `txn` (which holds their keys), add up past
+/// [`LONG_WORK_US`]: a pipeline group or an EXEC then runs off the worker,
+/// as a single command does.
+pub fn data_work_is_long<'a>(
+    txn: &mut roaringd_store::Txn,
+    cmds: impl Iterator<Item = (&'static crate::command_table::CommandSpec, u16, Args<'a>)>,
+) -> bool {
+    let mut total = 0u64;
+    for (spec, db, args) in cmds {
+        if let Some(f) = spec.data_work {
+            total = total.saturating_add(f(txn, db, &args));
+            if total > LONG_WORK_US {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// Runs `f` as blocking work when called on a worker of the
@@ -334,13 +362,15 @@ pub fn commit(
 /// caught, logged with the command's name, and returned as
 /// [`CommandError::Panicked`]; a single command's transaction is then
 /// dropped by its caller like any failed command's, and a group's is
-/// handled by [`run_skipping_panicked`].
+/// handled by [`run_skipping_panicked`]. `may_stream`: see
+/// [`Ctx::may_stream`] (the caller guarantees its condition).
 pub fn call(
     server: &Server,
     client: &mut Client,
     entry: &'static Entry,
     mut args: Args<'_>,
     txn: Option<&mut roaringd_store::Txn>,
+    may_stream: bool,
 ) -> Result<Reply, CommandError> {
     args.seek(if entry.is_sub { 2 } else { 1 });
     client.info.set_last_cmd(entry);
@@ -355,6 +385,7 @@ pub fn call(
         client,
         server,
         txn,
+        may_stream,
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         (entry.spec.handler)(&mut ctx, &mut args)
@@ -494,6 +525,38 @@ mod tests {
                 "4"
             ]
         );
+    }
+
+    #[test]
+    fn data_work_of_a_group_adds_up() {
+        use roaringd_resp::Span;
+        let store = roaringd_store::Store::open(roaringd_store::StoreConfig::default()).unwrap();
+        let mut t = store.begin(&[(0, b"s")]);
+        let members: Vec<Vec<u8>> = (0..600).map(|i| i.to_string().into_bytes()).collect();
+        t.sadd(0, b"s", &members).unwrap();
+        t.commit().unwrap();
+        let buf = b"smemberssgetk".to_vec();
+        let span = |start, end| Span { start, end };
+        let smembers = [span(0, 8), span(8, 9)];
+        let get = [span(9, 12), span(12, 13)];
+        let spec = |name: &[u8]| CommandTable::get().lookup(name).unwrap().spec;
+        let cmd = |spans| (spec(b"smembers"), 0u16, Args::new(&buf, spans));
+        let mut t = store.begin(&[(0, b"s")]);
+        // 600 members: short alone, long twice (1,200 us of estimates).
+        assert!(!data_work_is_long(&mut t, [cmd(&smembers)].into_iter()));
+        assert!(data_work_is_long(
+            &mut t,
+            [cmd(&smembers), cmd(&smembers)].into_iter()
+        ));
+        // Rows without a data estimate add nothing; another database's
+        // key has no members.
+        let g = (spec(b"get"), 0u16, Args::new(&buf, &get));
+        assert!(!data_work_is_long(&mut t, [cmd(&smembers), g].into_iter()));
+        let other = (spec(b"smembers"), 1u16, Args::new(&buf, &smembers));
+        assert!(!data_work_is_long(
+            &mut t,
+            [cmd(&smembers), other].into_iter()
+        ));
     }
 
     #[test]

@@ -495,6 +495,8 @@ impl Harness {
             start += used;
         }
         h.batch.flush(&h.server, &mut h.client, wire, &mut h.out);
+        // Streamed replies, produced whole in their places.
+        crate::stream::inline_streams(&mut h.client, &mut h.out);
         ran
     }
 

@@ -5,7 +5,8 @@
 //! complete request → `dispatch` resolves the row, checks arity/auth/MULTI
 //! and the user's ACL permissions (`acl`),
 //! opens the store `Txn`, runs the handler, commits → the `Reply` is encoded
-//! into the connection's output buffer → one write per read.
+//! into the connection's output buffer → one write per read (a big reply
+//! is streamed instead: `stream`).
 
 pub mod acl;
 pub mod allocator;
@@ -29,6 +30,7 @@ pub mod reply;
 pub mod slowlog;
 pub mod start;
 pub mod state;
+pub mod stream;
 pub mod transaction;
 pub mod watch;
 

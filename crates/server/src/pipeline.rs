@@ -114,7 +114,11 @@ impl Batch {
 
     /// Runs the pending commands in one transaction (see the module docs);
     /// a command that panics after writing is left out and the group runs
-    /// again without it ([`dispatch::run_skipping_panicked`]).
+    /// again without it ([`dispatch::run_skipping_panicked`]). The group
+    /// runs off the worker when its commands' estimates, by arguments and
+    /// by data (read once the `Txn` holds the keys), add up past
+    /// [`dispatch::LONG_WORK_US`]. A command after the group's last write
+    /// may stream its reply ([`crate::ctx::Ctx::may_stream`]).
     fn run_group(&mut self, server: &Server, client: &mut Client, buf: &[u8], out: &mut Vec<u8>) {
         let keys: Vec<(u16, &[u8])> = self
             .keys
@@ -126,16 +130,24 @@ impl Batch {
             .iter()
             .all(|&(e, a, b)| e.spec.tier.keeps_dirty(b - a));
         let (cmds, spans, replies) = (&self.cmds, &self.spans, &mut self.replies);
-        let long = cmds
+        let args_long = cmds
             .iter()
             .any(|&(e, a, b)| e.spec.is_long(&Args::new(buf, &spans[a..b])));
-        dispatch::run_blocking_if(long, || {
-            dispatch::run_skipping_panicked(|skipped| {
-                let mut txn = if keep_dirty {
-                    server.store.begin_keep_dirty(&keys)
-                } else {
-                    server.store.begin(&keys)
-                };
+        let last_write = cmds.iter().rposition(|&(e, _, _)| e.spec.has(Flag::Write));
+        dispatch::run_skipping_panicked(|skipped| {
+            let mut txn = if keep_dirty {
+                server.store.begin_keep_dirty(&keys)
+            } else {
+                server.store.begin(&keys)
+            };
+            let db = client.db;
+            let long = args_long
+                || dispatch::data_work_is_long(
+                    &mut txn,
+                    cmds.iter()
+                        .map(|&(e, a, b)| (e.spec, db, Args::new(buf, &spans[a..b]))),
+                );
+            dispatch::run_blocking_if(long, || {
                 let mut any_write = false;
                 replies.clear();
                 // One clock read per command: each command ends where the next starts.
@@ -147,7 +159,8 @@ impl Batch {
                     }
                     let args = Args::new(buf, &spans[a..b]);
                     any_write |= entry.spec.has(Flag::Write);
-                    let r = dispatch::call(server, client, entry, args, Some(&mut txn));
+                    let may_stream = last_write.is_none_or(|w| i > w);
+                    let r = dispatch::call(server, client, entry, args, Some(&mut txn), may_stream);
                     let end = Instant::now();
                     let usec = end.duration_since(start).as_micros() as u64;
                     start = end;

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use roaringd_resp::ReplyEncoder;
 
 use crate::error::CommandError;
+use crate::stream::StreamedReply;
 
 /// A reply value. Handlers build one; the connection encodes it for the
 /// client's protocol.
@@ -49,6 +50,12 @@ pub enum Reply {
     /// [`repeated_draws`]): written verbatim, one reply's worth of bytes
     /// in one buffer instead of a tree of values.
     Encoded(Vec<u8>),
+    /// A reply produced in chunks while the connection writes it
+    /// ([`crate::stream`]: who may return one, what it reads, how it is
+    /// bounded). [`crate::dispatch::encode`] hands it to the connection;
+    /// encoded here (inside an array) it is produced whole, or replaced by
+    /// its error reply when its read fails.
+    Stream(StreamedReply),
 }
 
 impl Reply {
@@ -119,6 +126,10 @@ impl Reply {
             }
             Reply::NoReply => {}
             Reply::Encoded(b) => enc.raw(b),
+            Reply::Stream(s) => match s.produce_all() {
+                Ok(b) => enc.raw(&b),
+                Err(e) => encode_error(&e.into(), enc),
+            },
         }
     }
 }

@@ -29,6 +29,7 @@
 //!   reported as `StoreError::KeyTooLong`.
 
 pub mod error;
+pub mod key_read;
 pub mod keys;
 pub mod kv;
 pub mod locks;
@@ -40,6 +41,7 @@ pub mod txn;
 pub mod types;
 
 pub use error::{Result, StoreError};
+pub use key_read::KeyRead;
 pub use kv::{Durability, Kv, KvRead, KvStats, Space, WriteBatch};
 pub use meta::{BitmapSummary, KeyMeta, Kind, KindCensus, MetaBrief, Summary, BITMAP_TYPE_NAME};
 pub use store::{now_ms, DbStats, Store, StoreConfig, StoreStats, SyncMode};

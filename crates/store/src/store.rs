@@ -819,7 +819,15 @@ impl Store {
         Ok(ver)
     }
 
-    /// Ends the in-flight period of versions from `alloc_version(_, true)`.
+    /// Keeps the data GC off the entries of `ver` (an existing version)
+    /// until a matching `release_versions`: a [`crate::key_read::KeyRead`]
+    /// reads them from a snapshot after the key may have been deleted.
+    pub(crate) fn hold_version(inner: &Inner, ver: u64) {
+        *inner.versions.lock().inflight.entry(ver).or_insert(0) += 1;
+    }
+
+    /// Ends the in-flight period of versions from `alloc_version(_, true)`
+    /// or `hold_version`.
     pub(crate) fn release_versions(inner: &Inner, vers: &[u64]) {
         if vers.is_empty() {
             return;

@@ -56,6 +56,9 @@ pub struct Txn {
     /// container cache's pending updates, the write-back tier's absorbed
     /// keys. Owned by `types::bitmap`; this file only calls its hooks.
     pub(crate) bm: BitmapTxnState,
+    /// Set by [`Txn::read_after_commit`]: the commit leaves a snapshot of
+    /// the `Kv` here, taken after its write, before its locks go.
+    pub(crate) snapshot_cell: Option<crate::key_read::SnapshotCell>,
 }
 
 /// Takes items from `it` until their `size` reaches `max_bytes` (the item
@@ -112,6 +115,7 @@ impl Txn {
             fresh_bytes: 0,
             spilled: false,
             bm: BitmapTxnState::default(),
+            snapshot_cell: None,
         }
     }
 
@@ -193,11 +197,22 @@ impl Txn {
 
     /// Writes the overlay as one atomic batch (synced per the sync mode)
     /// and returns the keys it modified, each once, sorted. Keys removed by
-    /// lazy expiry are included.
+    /// lazy expiry are included. Then, when a [`Txn::read_after_commit`]
+    /// asked for one, takes the snapshot its reads use, before the locks
+    /// are let go.
     ///
     /// # Errors
     /// `Io` when the write fails; nothing is applied then.
     pub fn commit(mut self) -> Result<Vec<(u16, Vec<u8>)>> {
+        let keys = self.write_batch()?;
+        if let Some(cell) = self.snapshot_cell.take() {
+            let _ = cell.set(Arc::from(self.inner.kv.snapshot()));
+        }
+        Ok(keys)
+    }
+
+    /// [`Txn::commit`]'s write.
+    fn write_batch(&mut self) -> Result<Vec<(u16, Vec<u8>)>> {
         self.bm.sync_log(&self.inner)?;
         if self.is_read_only() {
             // A read (TR.GETBIT, GET, ...): nothing to write, sync, cache

@@ -132,6 +132,9 @@ fn hmget(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
 fn hgetall(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let key = args.next_bytes()?;
     let db = ctx.db;
+    if let Some(r) = crate::stream::elements_reply(ctx, key, crate::stream::Shape::Pairs)? {
+        return Ok(r);
+    }
     let pairs = ctx.txn()?.hgetall(db, key)?;
     Ok(Reply::Map(
         pairs
@@ -166,6 +169,9 @@ fn hlen(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
 fn hkeys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let key = args.next_bytes()?;
     let db = ctx.db;
+    if let Some(r) = crate::stream::elements_reply(ctx, key, crate::stream::Shape::Fields)? {
+        return Ok(r);
+    }
     let pairs = ctx.txn()?.hgetall(db, key)?;
     Ok(Reply::bulks(pairs.into_iter().map(|(f, _)| f)))
 }
@@ -173,6 +179,9 @@ fn hkeys(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
 fn hvals(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let key = args.next_bytes()?;
     let db = ctx.db;
+    if let Some(r) = crate::stream::elements_reply(ctx, key, crate::stream::Shape::Values)? {
+        return Ok(r);
+    }
     let pairs = ctx.txn()?.hgetall(db, key)?;
     Ok(Reply::bulks(pairs.into_iter().map(|(_, v)| v)))
 }

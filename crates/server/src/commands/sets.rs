@@ -127,6 +127,9 @@ fn scard(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
 fn smembers(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     let key = args.next_bytes()?;
     let db = ctx.db;
+    if let Some(r) = crate::stream::elements_reply(ctx, key, crate::stream::Shape::Members)? {
+        return Ok(r);
+    }
     Ok(set_reply(ctx.txn()?.smembers(db, key)?))
 }
 

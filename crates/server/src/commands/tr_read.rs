@@ -4,7 +4,8 @@
 //! The large replies (GETBITS, SCAN, RANGE, RANGEBITARRAY) are bounded by
 //! `max-reply-bytes` (open point 8): past it the command replies
 //! `ERR invalid arguments, maybe out of range or illegal` and never builds
-//! the reply.
+//! the reply. A big RANGE or RANGEBITARRAY is streamed where the caller
+//! allows it (`crate::stream`), sized exactly before its first byte.
 
 use roaringd_resp::Args;
 
@@ -16,6 +17,7 @@ use crate::commands::work;
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
+use crate::stream::{self, StreamedReply, STREAM_ABOVE_BYTES};
 
 const R: &[Flag] = &[Flag::Readonly];
 const RF: &[Flag] = &[Flag::Readonly, Flag::Fast];
@@ -237,6 +239,23 @@ fn range(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> 
     if n.saturating_mul(4) > max {
         return Err(CommandError::OutOfRange);
     }
+    if ctx.may_stream() && n.saturating_mul(4) > STREAM_ABOVE_BYTES {
+        // Exact size first: refused whole, or streamed from the snapshot
+        // of the command's commit (`crate::stream`).
+        let txn = ctx.txn()?;
+        let bytes = crate::dispatch::run_blocking_if(n > LONG_REPLY_VALUES, || {
+            stream::int_values_bytes(start, end, |a, b| txn.tr_count_range(db, key, a, b))
+        })? + stream::header_len(n);
+        if bytes > max {
+            return Err(CommandError::OutOfRange);
+        }
+        let read = txn
+            .read_after_commit(db, key)?
+            .ok_or_else(|| CommandError::err("internal error: TR.RANGE key vanished"))?;
+        return Ok(Reply::Stream(StreamedReply::new(stream::RangeValues::new(
+            read, start, end, n, bytes,
+        ))));
+    }
     let txn = ctx.txn()?;
     crate::dispatch::run_blocking_if(n > LONG_REPLY_VALUES, || {
         // The values are encoded as they stream from the containers: the
@@ -275,7 +294,17 @@ fn range_bit_array(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, Comm
     if ctx.txn()?.tr_summary(db, key)?.is_none() {
         return Ok(Reply::Null);
     }
-    check_reply(ctx, u64::from(end) - u64::from(start) + 1 + 16)?;
+    let width = u64::from(end) - u64::from(start) + 1;
+    check_reply(ctx, width + 16)?;
+    if ctx.may_stream() && width > STREAM_ABOVE_BYTES {
+        let read = ctx
+            .txn()?
+            .read_after_commit(db, key)?
+            .ok_or_else(|| CommandError::err("internal error: TR.RANGEBITARRAY key vanished"))?;
+        return Ok(Reply::Stream(StreamedReply::new(stream::RangeBits::new(
+            read, start, end,
+        ))));
+    }
     Ok(Reply::bulk_or_null(
         ctx.txn()?.tr_range_bits(db, key, start, end)?,
     ))

@@ -137,6 +137,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
     let mut needs_txn = false;
     let mut any_write = false;
     let mut owned: Vec<(u16, Vec<u8>)> = Vec::new();
+    // The database each queued command runs in.
+    let mut dbs = Vec::with_capacity(multi.queued.len());
     let mut idx = Vec::new();
     for q in &multi.queued {
         let spec = q.entry.spec;
@@ -148,6 +150,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                 }
             }
         }
+        dbs.push(db);
         if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
             needs_txn = true;
             any_write |= spec.has(Flag::Write);
@@ -193,8 +196,14 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
     // taken again, after the WATCH check: the one case where another
     // client's write may come between the check and the commands).
     let db_at_exec = client.db;
+    // Long by the queued commands' arguments, or by the data they read
+    // (their `data_work`, read now that the `Txn` holds their keys).
+    let long = multi.queued.iter().any(|q| q.entry.spec.is_long(&q.args()))
+        || txn.as_mut().is_some_and(|t| {
+            let cmds = multi.queued.iter().zip(&dbs);
+            dispatch::data_work_is_long(t, cmds.map(|(q, &db)| (q.entry.spec, db, q.args())))
+        });
     let mut first_txn = Some(txn);
-    let long = multi.queued.iter().any(|q| q.entry.spec.is_long(&q.args()));
     client.in_exec = true;
     let result = dispatch::run_blocking_if(long, || {
         dispatch::run_skipping_panicked(|skipped| {
@@ -227,7 +236,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                 } else {
                     None
                 };
-                let r = dispatch::call(server, client, q.entry, args, t);
+                // No streamed reply: a later queued command may write the key.
+                let r = dispatch::call(server, client, q.entry, args, t, false);
                 let usec = start.elapsed().as_micros() as u64;
                 dispatch::account(server, client, q.entry, &args, usec, r.is_err());
                 if dispatch::panicked_after_write(&r) {
