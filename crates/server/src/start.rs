@@ -184,7 +184,8 @@ pub fn main_with_args(args: &[String]) -> i32 {
 /// commands run on the blocking pool. A hot key's writers also serialize on
 /// its lock, and a second worker then mostly hands that lock back and
 /// forth (futex wake-ups). Measured on 2 cores with the load generator on
-/// the same machine (docs/benchmarks.md, session 5): one worker gave 0.82×
+/// the same machine (docs/benchmarks.md, "One worker on two cores"): one
+/// worker gave 0.82×
 /// Redis for TR.SETBIT and 0.86–0.90× for TR.GETBIT under 20 connections,
 /// two workers 0.69–0.70× and 0.77–0.79×; redis-benchmark's suite met its
 /// targets with both.

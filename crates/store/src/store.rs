@@ -383,7 +383,8 @@ impl Store {
     }
 
     /// Applies the operation log's records that the `Kv` lacks (see
-    /// `docs/handoff/write-back-tier.md`, step 7), read one at a time from
+    /// docs/architecture.md, "The write-back tier", Recovery), read one at a
+    /// time from
     /// `replay`, then turns the tier on with the log, persists and empties
     /// it. A record applies when its seq is above the key's last
     /// absorb (`wb` entry, of any version: an absorb writes the key's

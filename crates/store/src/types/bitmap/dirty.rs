@@ -1,11 +1,13 @@
-//! The bitmap write-back tier's dirty state (`docs/handoff/write-back-tier.md`):
+//! The bitmap write-back tier's dirty state (`docs/architecture.md`, "The
+//! write-back tier"):
 //! single-bit edits and TR.BITOP results acknowledged from memory and the
 //! operation log ([`crate::types::bitmap::oplog`]) before their containers reach the `Kv`.
 //!
 //! A deviation from DESIGN.md's "every write command is one atomic write
 //! batch": such an edit is one atomic log record, and reaches the `Kv` in
 //! a later batch. Without it TR.SETBIT stays near 0.45× Redis's SETBIT
-//! (docs/benchmarks.md, Sessions 7 and 8; docs/architecture.md).
+//! (docs/benchmarks.md, "Single-bit commands under 20 connections";
+//! docs/architecture.md).
 //!
 //! A dirty key holds its live meta (summary included) and the edited
 //! containers, each with the number of delta entries still stored beside

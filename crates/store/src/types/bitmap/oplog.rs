@@ -1,5 +1,5 @@
 //! The operation log of the bitmap write-back tier
-//! (`docs/handoff/write-back-tier.md`): an append-only record of single-bit
+//! (`docs/architecture.md`, "The write-back tier"): an append-only record of single-bit
 //! edits and TR.BITOP results that are acknowledged before their
 //! containers reach the LSM store.
 //!

@@ -1,5 +1,5 @@
 //! The bitmap side of the write-back tier (`dirty.rs`, `oplog.rs`;
-//! docs/handoff/write-back-tier.md): a TR.SETBIT or a TR.BITOP result kept
+//! docs/architecture.md, "The write-back tier"): a TR.SETBIT or a TR.BITOP result kept
 //! in the dirty map and appended to the operation log instead of written to
 //! the `Kv`, the absorb of a dirty key into a `Txn`, and the replay of a
 //! logged TR.BITOP result at recovery. Contract: the tier never changes a
@@ -25,8 +25,8 @@ use super::txn_state::WrittenBlock;
 use super::{dirty, oplog};
 
 impl Txn {
-    /// The write-back tier's TR.SETBIT (`docs/handoff/write-back-tier.md`,
-    /// step 4): edits a copy of the container (a bitset that stays one and
+    /// The write-back tier's TR.SETBIT (`docs/architecture.md`, "The
+    /// write-back tier"): edits a copy of the container (a bitset that stays one and
     /// that the dirty map alone holds: in place,
     /// [`dirty::Dirty::record_in_place`]),
     /// keeps it and the new summary in the dirty map and appends the edit
@@ -212,7 +212,7 @@ impl Txn {
     /// dirty container is written as its entry with its stored deltas
     /// deleted, the meta with the lowered delta count, and the `wb` entry
     /// of its last log record; the dirty entry is dropped after the
-    /// commit (`docs/handoff/write-back-tier.md`, step 5).
+    /// commit (`docs/architecture.md`, "The write-back tier", Absorb).
     pub(crate) fn bm_absorb(&mut self, mk: &[u8]) {
         if self.bm.absorbed.iter().any(|(k, _)| k.as_slice() == mk) {
             return;
@@ -278,8 +278,8 @@ impl Txn {
         }
     }
 
-    /// The write-back tier's TR.BITOP (`docs/handoff/write-back-tier.md`,
-    /// "TR.BITOP results"): the result `out` (summary `s`) becomes
+    /// The write-back tier's TR.BITOP (`docs/architecture.md`, "The
+    /// write-back tier"): the result `out` (summary `s`) becomes
     /// `dest`'s state under a fresh version, kept whole in the dirty map
     /// and logged as one value record (synced by the commit under
     /// `always`); nothing is written to the `Kv`, and the old version's
