@@ -31,6 +31,11 @@ pub struct LsmKv {
     /// the filter factory lives inside the database's config, so holding a
     /// keyspace there would keep the database alive (and locked) forever.
     meta_slot: MetaSlot,
+    /// Bytes of memtables (all keyspaces, active and sealed) past which a
+    /// write seals the active memtables for flushing: fjall keeps each
+    /// keyspace's memtable size from its creation, so this applies the
+    /// current setting to an older data directory too.
+    memtable_limit: u64,
 }
 
 type MetaSlot = Arc<RwLock<Option<Keyspace>>>;
@@ -82,11 +87,31 @@ impl LsmKv {
         };
         let spaces = [open(Space::Meta)?, open(Space::Data)?, open(Space::Expiry)?];
         *meta_slot.write() = Some(spaces[Space::Meta.index()].clone());
-        Ok(LsmKv {
+        let kv = LsmKv {
             db,
             spaces: Arc::new(spaces),
             meta_slot,
-        })
+            memtable_limit: 2 * memtable_bytes.max(1 << 20),
+        };
+        // A replayed journal may have refilled memtables of an older size.
+        kv.bound_memtables()?;
+        Ok(kv)
+    }
+
+    /// Seals the active memtables (fjall flushes them in the background)
+    /// when the memtables hold more than `memtable_limit`; a keyspace whose
+    /// sealed memtables still wait for their flush is left alone (writes
+    /// then wait for fjall's own limit of sealed memtables).
+    fn bound_memtables(&self) -> Result<()> {
+        if self.db.write_buffer_size() <= self.memtable_limit {
+            return Ok(());
+        }
+        for ks in self.spaces.iter() {
+            if ks.sealed_memtable_count() == 0 {
+                ks.rotate_memtable().map_err(io)?;
+            }
+        }
+        Ok(())
     }
 
     fn ks(&self, space: Space) -> &Keyspace {
@@ -206,7 +231,8 @@ impl Kv for LsmKv {
                 Op::Delete => b.remove(self.ks(*space), key.as_slice()),
             }
         }
-        b.commit().map_err(io)
+        b.commit().map_err(io)?;
+        self.bound_memtables()
     }
 
     fn snapshot(&self) -> Box<dyn KvRead> {
