@@ -7,12 +7,13 @@ pass everything).
 
 Keys are "<file name>::<test name with params>", e.g.
 "test_strings.py::test_scenario[resp2-set_ex]"; a key containing '*' is a
-pattern ('*' is the only wildcard). Reasons "Fn ..." refer to
-docs/handoff/test-findings.md. tests/update_known_gaps.py regenerates the
+pattern ('*' is the only wildcard). Reasons "Fn ..." name a finding;
+F11 is the store's entry-key limit (docs/architecture.md, store layout).
+tests/update_known_gaps.py regenerates the
 table from a run (reasons written by hand are kept).
 """
 
 GAPS: dict[str, str] = {
-    'test_strings.py::test_scenario[resp2-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, store-to-infra.md section 6)',
-    'test_strings.py::test_scenario[resp3-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, store-to-infra.md section 6)',
+    'test_strings.py::test_scenario[resp2-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, docs/architecture.md)',
+    'test_strings.py::test_scenario[resp3-very_long_key]': 'F11 keys/members over 64 KiB are refused (documented store limit, docs/architecture.md)',
 }

@@ -345,7 +345,7 @@ mod fuzz_findings {
         assert_eq!(b.container(7).unwrap().kind(), crate::Kind::Array);
     }
 
-    /// proptest `mutation_sequences_match_model` (CI, session 4): an array
+    /// proptest `mutation_sequences_match_model` (found in CI): an array
     /// of 4,096 values given a range it already holds went through the
     /// bitset branch of `add_range` and stayed a bitset of 4,096 values,
     /// which the kind policy forbids.
