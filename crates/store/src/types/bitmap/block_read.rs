@@ -70,10 +70,12 @@ impl Txn {
             }
         }
         // A point read: the memory tier holds the key's stored bytes; the
-        // container cache serves it only where a whole-key reader (a set
-        // operation) filled it, and is not filled here (with many keys,
-        // filling it per point read churned it for nothing).
-        self.bm_get_stored(db, key, (version, s), hi, false)
+        // container cache serves it where a set operation filled it, and
+        // is filled here only for a big key (many keys filling it per point
+        // read churned it for nothing; a big key's containers are worth
+        // sharing rather than copying out of the tier on every read).
+        let fill = s.is_some_and(super::summary::read_through_cache);
+        self.bm_get_stored(db, key, (version, s), hi, fill)
     }
 
     /// Container `hi` of a key version with its deltas, from the `Kv`: a

@@ -9,7 +9,6 @@
 use roaringd_bitmap::{Bitmap, ContainerBuf, ContainerRef};
 
 use crate::error::Result;
-use crate::meta::BitmapSummary;
 use crate::txn::Txn;
 
 use super::bytes::{corrupt, join, split, view, BLOCK};
@@ -129,7 +128,14 @@ impl Txn {
         }
         let (shi, slo) = split(start);
         let (ehi, elo) = split(end);
-        let mut st = self.bm_stream(db, key, version, (shi, false), &s, read_through_cache(&s));
+        let mut st = self.bm_stream(
+            db,
+            key,
+            version,
+            (shi, false),
+            &s,
+            super::summary::read_through_cache(&s),
+        );
         let mut n = 0u64;
         while let Some(hi) = head(&mut st)? {
             if hi > ehi {
@@ -184,7 +190,7 @@ impl Txn {
                 version,
                 (from, reverse),
                 &s,
-                read_through_cache(&s),
+                super::summary::read_through_cache(&s),
             );
             let mut left = n; // 1-based position still to skip
             while let Some(hi) = head(&mut st)? {
@@ -205,7 +211,14 @@ impl Txn {
         if count > 0 {
             // Clear bits upward: gaps between containers, holes inside them,
             // then everything above the last container.
-            let mut st = self.bm_stream(db, key, version, (0, false), &s, read_through_cache(&s));
+            let mut st = self.bm_stream(
+                db,
+                key,
+                version,
+                (0, false),
+                &s,
+                super::summary::read_through_cache(&s),
+            );
             let mut left = n;
             let mut next_block: u64 = 0;
             while let Some(hi) = head(&mut st)? {
@@ -232,7 +245,14 @@ impl Txn {
             return Ok(-1);
         }
         let (top_hi, top_lo) = split(s.max);
-        let mut st = self.bm_stream(db, key, version, (top_hi, true), &s, read_through_cache(&s));
+        let mut st = self.bm_stream(
+            db,
+            key,
+            version,
+            (top_hi, true),
+            &s,
+            super::summary::read_through_cache(&s),
+        );
         let mut left = n;
         // `expect`: the next block to examine, going down; blocks between
         // it and the next stored one are absent (all clear).
@@ -306,7 +326,14 @@ impl Txn {
             return Ok(true);
         }
         let (shi, slo) = split(start);
-        let mut st = self.bm_stream(db, key, version, (shi, false), &s, read_through_cache(&s));
+        let mut st = self.bm_stream(
+            db,
+            key,
+            version,
+            (shi, false),
+            &s,
+            super::summary::read_through_cache(&s),
+        );
         while let Some(hi) = head(&mut st)? {
             if join(hi, 0) > end {
                 break;
@@ -394,15 +421,4 @@ impl Txn {
         }
         Bitmap::from_containers(pairs).map(Some).map_err(corrupt)
     }
-}
-
-/// Stored bytes from which a single-key reader (TR.RANGE, TR.RANK, ...)
-/// reads a key through the container cache, decoded once and shared,
-/// rather than as stored bytes copied out of the memory tier on each
-/// call: a smaller key costs less to copy than to cache, and caching every
-/// small key of a many-key workload only churned the cache.
-const CACHED_STREAM_BYTES: u64 = 64 << 10;
-
-fn read_through_cache(s: &BitmapSummary) -> bool {
-    super::summary::key_bytes(s) >= CACHED_STREAM_BYTES
 }

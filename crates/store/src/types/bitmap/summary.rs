@@ -221,3 +221,14 @@ impl Txn {
             .map(|m| (m.version, summary_of(&m))))
     }
 }
+
+/// Stored bytes from which a single-key reader (TR.GETBIT, TR.RANGE, ...)
+/// reads a key through the container cache, decoded once and shared,
+/// rather than as stored bytes copied out of the memory tier on each
+/// call: a smaller key costs less to copy than to cache, and caching every
+/// small key of a many-key workload only churned the cache.
+const CACHED_STREAM_BYTES: u64 = 64 << 10;
+
+pub(super) fn read_through_cache(s: &BitmapSummary) -> bool {
+    key_bytes(s) >= CACHED_STREAM_BYTES
+}
