@@ -21,7 +21,7 @@
 //!   holds every key, and **eviction** only drops memory: it never writes
 //!   and never loses data.
 //! - **Budget.** Counted bytes (entries plus a fixed overhead per key and
-//!   per entry, [`entry::KEY_OVERHEAD`], [`entry::ELEMENT_OVERHEAD`]) stay
+//!   per entry, `entry::KEY_OVERHEAD`, `entry::ELEMENT_OVERHEAD`) stay
 //!   at most the budget: past it, keys are evicted by the policy, choosing
 //!   each victim among `samples` random resident keys as Redis does
 //!   (sampled LRU, LFU with Redis's logarithmic counter, or random).
