@@ -354,15 +354,14 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
         cfg.container_cache_bytes,
         cfg.write_back_bytes,
     );
-    if cfg.container_cache_bytes != server.config.read().container_cache_bytes
-        || seen.iter().any(|n| n == "maxmemory")
-    {
+    let maxmemory_set = seen.iter().any(|n| n == "maxmemory");
+    if cfg.container_cache_bytes != server.config.read().container_cache_bytes || maxmemory_set {
         server
             .store
             .set_container_cache_bytes(split.container_cache);
     }
     server.store.set_write_back_bytes(split.write_back);
-    if seen.iter().any(|n| n == "maxmemory") {
+    if maxmemory_set {
         // The block cache and memtables keep their startup sizes; the tier
         // takes the new share at once (the governor adjusts from there).
         let mem = &server.memory;

@@ -565,7 +565,13 @@ impl TieredKv {
         let mut by_key: Vec<(keys::KeyBuf, usize)> = Vec::with_capacity(ops.len());
         for (i, (space, key, _)) in ops.iter().enumerate() {
             match space {
-                Space::Meta => by_key.push((keys::KeyBuf::Heap(key.clone()), i)),
+                Space::Meta => {
+                    let tk = match keys::split_meta_key(key) {
+                        Ok((db, user)) => keys::KeyBuf::meta(db, user),
+                        Err(_) => keys::KeyBuf::Heap(key.clone()),
+                    };
+                    by_key.push((tk, i));
+                }
                 Space::Data => {
                     if let Some(plen) = data_key_prefix_len(key) {
                         by_key.push((tier_key_of_data(&key[..plen]), i));

@@ -128,14 +128,7 @@ impl Txn {
         }
         let (shi, slo) = split(start);
         let (ehi, elo) = split(end);
-        let mut st = self.bm_stream(
-            db,
-            key,
-            version,
-            (shi, false),
-            &s,
-            super::summary::read_through_cache(&s),
-        );
+        let mut st = self.bm_key_stream(db, key, version, (shi, false), &s);
         let mut n = 0u64;
         while let Some(hi) = head(&mut st)? {
             if hi > ehi {
@@ -184,14 +177,7 @@ impl Txn {
             }
             let reverse = count < 0;
             let from = if reverse { u16::MAX } else { 0 };
-            let mut st = self.bm_stream(
-                db,
-                key,
-                version,
-                (from, reverse),
-                &s,
-                super::summary::read_through_cache(&s),
-            );
+            let mut st = self.bm_key_stream(db, key, version, (from, reverse), &s);
             let mut left = n; // 1-based position still to skip
             while let Some(hi) = head(&mut st)? {
                 let bytes = take(&mut st)?;
@@ -211,14 +197,7 @@ impl Txn {
         if count > 0 {
             // Clear bits upward: gaps between containers, holes inside them,
             // then everything above the last container.
-            let mut st = self.bm_stream(
-                db,
-                key,
-                version,
-                (0, false),
-                &s,
-                super::summary::read_through_cache(&s),
-            );
+            let mut st = self.bm_key_stream(db, key, version, (0, false), &s);
             let mut left = n;
             let mut next_block: u64 = 0;
             while let Some(hi) = head(&mut st)? {
@@ -245,14 +224,7 @@ impl Txn {
             return Ok(-1);
         }
         let (top_hi, top_lo) = split(s.max);
-        let mut st = self.bm_stream(
-            db,
-            key,
-            version,
-            (top_hi, true),
-            &s,
-            super::summary::read_through_cache(&s),
-        );
+        let mut st = self.bm_key_stream(db, key, version, (top_hi, true), &s);
         let mut left = n;
         // `expect`: the next block to examine, going down; blocks between
         // it and the next stored one are absent (all clear).
@@ -326,14 +298,7 @@ impl Txn {
             return Ok(true);
         }
         let (shi, slo) = split(start);
-        let mut st = self.bm_stream(
-            db,
-            key,
-            version,
-            (shi, false),
-            &s,
-            super::summary::read_through_cache(&s),
-        );
+        let mut st = self.bm_key_stream(db, key, version, (shi, false), &s);
         while let Some(hi) = head(&mut st)? {
             if join(hi, 0) > end {
                 break;

@@ -257,6 +257,21 @@ impl Txn {
         Stream::Scan(it.peekable())
     }
 
+    /// [`Txn::bm_stream`] for a single-key reader (TR.RANGE, TR.RANK, ...):
+    /// through the container cache only for a big key
+    /// (`summary::read_through_cache`).
+    pub(super) fn bm_key_stream(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        at: (u16, bool),
+        s: &BitmapSummary,
+    ) -> Stream<'_> {
+        let fill = super::summary::read_through_cache(s);
+        self.bm_stream(db, key, version, at, s, fill)
+    }
+
     /// A whole bitmap's container entries for a merge scan. The summary
     /// saves the range iterator where it can: an empty bitmap has no entry,
     /// and a one-container bitmap's entry is a point read at its minimum's
