@@ -714,12 +714,19 @@ impl Store {
     #[must_use]
     pub fn stats(&self) -> StoreStats {
         StoreStats {
-            dbs: self.inner.counts.lock().clone(),
+            dbs: self.db_stats(),
             kv: self.inner.kv.stats(),
             expired_keys: self.inner.expired.load(Ordering::Relaxed),
             keyspace_hits: self.inner.keyspace_hits.load(Ordering::Relaxed),
             keyspace_misses: self.inner.keyspace_misses.load(Ordering::Relaxed),
         }
+    }
+
+    /// The key counts of every database (`stats().dbs`), without the
+    /// engine sizes, which take a walk over the in-memory engine.
+    #[must_use]
+    pub fn db_stats(&self) -> Vec<DbStats> {
+        self.inner.counts.lock().clone()
     }
 
     /// Zeroes the keyspace hit / miss counters (CONFIG RESETSTAT).
