@@ -122,20 +122,41 @@ impl KeyRead {
         }
         let (fhi, ehi) = ((from >> 16) as u16, (end >> 16) as u16);
         let v = self.meta.version;
+        // From block `fhi`'s entry to the version's end: the entry holding
+        // block `ehi` may be a page under a later key; the fold stops past
+        // `ehi`.
         let first = keys::data_key(self.db, &self.key, v, &fhi.to_be_bytes());
-        let last = keys::data_key(self.db, &self.key, v, &delta_sub(ehi, u16::MAX));
-        let plen = keys::data_prefix(self.db, &self.key, v).len();
+        let prefix = keys::data_prefix(self.db, &self.key, v);
+        let pend = crate::kv::prefix_end(&prefix);
+        let plen = prefix.len();
         let kv = self.kv()?;
+        let to_end = pend.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        let holder = kv.range_first(
+            Space::Data,
+            Bound::Included(&keys::data_key(self.db, &self.key, v, &ehi.to_be_bytes())),
+            to_end,
+            false,
+        )?;
+        let last = holder.and_then(|(k, _)| {
+            let b = k.get(plen..plen + 2)?;
+            let b = u16::from_be_bytes([b[0], b[1]]);
+            Some(keys::data_key(
+                self.db,
+                &self.key,
+                v,
+                &delta_sub(b, u16::MAX),
+            ))
+        });
         let entries = kv
             .range(
                 Space::Data,
                 Bound::Included(&first),
-                Bound::Included(&last),
+                last.as_deref().map_or(to_end, Bound::Included),
                 false,
             )
             .map(|r| r.map(|(k, val)| (k[plen..].to_vec(), val)));
         let mut given = 0usize;
-        for block in Folded::new(entries, false) {
+        for block in Folded::within(entries, false, (fhi, ehi)) {
             let (hi, bytes, _) = block?;
             let view = ContainerView::parse(&bytes)
                 .map_err(|e| StoreError::Corrupt(format!("bitmap container: {e}")))?;

@@ -602,12 +602,6 @@ impl Txn {
         self.data.is_empty()
     }
 
-    /// tr-cache hook: this `Txn`'s pending write of data key `dk`, if any
-    /// (`Some(None)`: a delete).
-    pub(crate) fn data_overlay_get(&self, dk: &[u8]) -> Option<Option<&[u8]>> {
-        self.data.get(dk).map(Option::as_deref)
-    }
-
     /// tr-cache hook: true when this `Txn` has pending writes to data keys
     /// starting with `prefix`.
     pub(crate) fn data_overlay_has_prefix(&self, prefix: &[u8]) -> bool {
@@ -803,6 +797,77 @@ impl Txn {
                 )
             };
         Merge::new(kv, ov, reverse).map(move |r| r.map(|(k, v)| (k[plen..].to_vec(), v)))
+    }
+
+    /// The first element `(subkey, value)` of a key version from `from` (a
+    /// subkey bound) upward, or from the top downward when `reverse`
+    /// (`from` then bounds from above), as this `Txn` sees it: one seek of
+    /// the `Kv` ([`crate::kv::KvRead::range_first`]) merged with the
+    /// overlay, whose deletes it steps over. Reads nothing further.
+    ///
+    /// # Errors
+    /// `Io`.
+    pub(crate) fn data_first(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        from: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let prefix = keys::data_prefix(db, key, version);
+        let plen = prefix.len();
+        let pend = crate::kv::prefix_end(&prefix);
+        let sub_key = |s: &[u8]| keys::data_key(db, key, version, s);
+        // The moving bound, as a full data key (`None`: the prefix's edge).
+        let mut cursor: Bound<Vec<u8>> = match from {
+            Bound::Included(s) => Bound::Included(sub_key(s)),
+            Bound::Excluded(s) => Bound::Excluded(sub_key(s)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        loop {
+            let edge_lo = Bound::Included(prefix.as_slice());
+            let edge_hi = owned_end(&pend);
+            let (sb, eb): (Bound<&[u8]>, Bound<&[u8]>) = if reverse {
+                let hi = match &cursor {
+                    Bound::Unbounded => as_ref_bound(&edge_hi),
+                    c => as_ref_bound(c),
+                };
+                (edge_lo, hi)
+            } else {
+                let lo = match &cursor {
+                    Bound::Unbounded => edge_lo,
+                    c => as_ref_bound(c),
+                };
+                (lo, as_ref_bound(&edge_hi))
+            };
+            if crate::kv::range_is_empty(sb, eb) {
+                return Ok(None);
+            }
+            let kv = self.inner.kv.range_first(Space::Data, sb, eb, reverse)?;
+            let mut ov = self.data.range::<[u8], _>((sb, eb));
+            let ov = if reverse { ov.next_back() } else { ov.next() };
+            let take_ov = match (&kv, &ov) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some((k, _)), Some((o, _))) => {
+                    let o: &[u8] = o;
+                    if reverse {
+                        o >= k.as_slice()
+                    } else {
+                        o <= k.as_slice()
+                    }
+                }
+            };
+            if !take_ov {
+                return Ok(kv.map(|(k, v)| (k[plen..].to_vec(), v)));
+            }
+            let (ok, ov) = ov.expect("taken only when present");
+            match ov {
+                Some(v) => return Ok(Some((ok[plen..].to_vec(), v.clone()))),
+                None => cursor = Bound::Excluded(ok.clone()),
+            }
+        }
     }
 }
 

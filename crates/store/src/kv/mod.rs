@@ -176,6 +176,22 @@ pub trait KvRead: Send + Sync {
         reverse: bool,
     ) -> KvIter<'_>;
 
+    /// The first entry [`KvRead::range`] would yield, without reading
+    /// further (a seek: the container of a block is in the first bitmap
+    /// entry at or after it).
+    ///
+    /// # Errors
+    /// `Io` when the underlying store fails.
+    fn range_first(
+        &self,
+        space: Space,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.range(space, start, end, reverse).next().transpose()
+    }
+
     /// Entries whose key starts with `prefix`, ascending or descending.
     fn prefix(&self, space: Space, prefix: &[u8], reverse: bool) -> KvIter<'_> {
         match prefix_end(prefix) {

@@ -164,21 +164,25 @@ impl Entry {
 pub(crate) type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// Data entries of `data` (a complete key's map) with suffix in the bounds,
-/// ascending (or descending), as full `data` keys under `prefix`.
+/// ascending (or descending), as full `data` keys under `prefix`; the
+/// first `limit` of them.
 pub(crate) fn collect_range(
     data: &BTreeMap<Box<[u8]>, Option<Box<[u8]>>>,
     prefix: &[u8],
     start: Bound<&[u8]>,
     end: Bound<&[u8]>,
     reverse: bool,
+    limit: usize,
 ) -> Entries {
-    let it = data
-        .range::<[u8], _>((start, end))
-        .filter_map(|(k, v)| Some(([prefix, k].concat(), v.as_deref()?.to_vec())));
+    let it = data.range::<[u8], _>((start, end));
+    #[allow(clippy::borrowed_box)] // the map's own item type
+    let pair = |(k, v): (&Box<[u8]>, &Option<Box<[u8]>>)| {
+        Some(([prefix, &k[..]].concat(), v.as_deref()?.to_vec()))
+    };
     if reverse {
-        it.rev().collect()
+        it.rev().filter_map(pair).take(limit).collect()
     } else {
-        it.collect()
+        it.filter_map(pair).take(limit).collect()
     }
 }
 

@@ -503,6 +503,7 @@ impl TieredKv {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
         reverse: bool,
+        limit: usize,
     ) -> Option<Result<entry::Entries>> {
         let (Bound::Included(s) | Bound::Excluded(s)) = start else {
             return None;
@@ -533,8 +534,14 @@ impl TieredKv {
             let gen = s.gen;
             match s.get_mut(&tk) {
                 Some(e) if e.covers(range_version(start_suffix, end_suffix)) => {
-                    let out =
-                        entry::collect_range(&e.data, prefix, start_suffix, end_suffix, reverse);
+                    let out = entry::collect_range(
+                        &e.data,
+                        prefix,
+                        start_suffix,
+                        end_suffix,
+                        reverse,
+                        limit,
+                    );
                     self.tier.touch(e);
                     drop(s);
                     self.hit();
@@ -546,7 +553,7 @@ impl TieredKv {
         };
         self.miss();
         let loaded = self.load_whole(&tk, prefix, gen, |data| {
-            entry::collect_range(data, prefix, start_suffix, end_suffix, reverse)
+            entry::collect_range(data, prefix, start_suffix, end_suffix, reverse, limit)
         });
         match loaded {
             Ok(Some(v)) => Some(Ok(v)),
@@ -644,13 +651,30 @@ impl KvRead for TieredKv {
         reverse: bool,
     ) -> KvIter<'_> {
         if space == Space::Data {
-            match self.range_data(start, end, reverse) {
+            match self.range_data(start, end, reverse, usize::MAX) {
                 Some(Ok(v)) => return Box::new(v.into_iter().map(Ok)),
                 Some(Err(e)) => return Box::new(std::iter::once(Err(e))),
                 None => {}
             }
         }
         self.inner.range(space, start, end, reverse)
+    }
+
+    fn range_first(
+        &self,
+        space: Space,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if space == Space::Data {
+            match self.range_data(start, end, reverse, 1) {
+                Some(Ok(v)) => return Ok(v.into_iter().next()),
+                Some(Err(e)) => return Err(e),
+                None => {}
+            }
+        }
+        self.inner.range_first(space, start, end, reverse)
     }
 }
 

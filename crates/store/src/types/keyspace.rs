@@ -393,8 +393,8 @@ impl Txn {
     /// its element entries, keys and values, before compression). With
     /// `samples > 0` and more elements than that, the element bytes are
     /// estimated from the first `samples` elements times the cardinality
-    /// (Redis samples 5 by default; 0 = all); bitmaps are exact from their
-    /// summary without a scan. `None` when absent. Not
+    /// (Redis samples 5 by default; 0 = all); bitmaps are estimated from
+    /// their summary without a scan. `None` when absent. Not
     /// counted as a keyspace hit / miss (as in Redis).
     ///
     /// # Errors
@@ -408,19 +408,31 @@ impl Txn {
             Summary::String(_) => return Ok(Some(total)),
             Summary::Set { card } => card,
             Summary::Hash { len, .. } => len,
-            // From the summary: each container entry is its key (prefix +
-            // 2-byte block) and its bytes (4-byte header + payload, which
-            // is what the census counts, with the container's deltas
-            // applied: the stored entry differs by at most 2 bytes per
-            // delta), each delta entry its key (prefix + block + seq) and
-            // one 3-byte op.
+            // From the summary's census, by kind: containers of
+            // `STANDALONE_BYTES` or more (on average) are singles, each
+            // its key (prefix + 2-byte block) and its bytes (4-byte header
+            // + payload, with the container's deltas applied: the stored
+            // entry differs by at most 2 bytes per delta); smaller ones
+            // share pages, 2 bytes of block list each beside their bytes,
+            // one key and 4-byte header per `PAGE_BYTES` of them. Each
+            // delta entry is its key (prefix + block + seq) and one 3-byte
+            // op. An estimate: the census does not say how the containers
+            // of one kind differ in size.
             Summary::Bitmap(b) => {
+                use crate::types::bitmap::{delta, page};
                 let plen = keys::data_prefix(db, key, m.version).len() as u64;
-                let payload: u64 = b.kinds.iter().map(|k| k.bytes).sum();
-                let deltas = b.deltas * (plen + 4 + crate::types::bitmap::delta::DELTA_VALUE_BYTES);
-                return Ok(Some(
-                    total + b.containers * (plen + 2 + 4) + payload + deltas,
-                ));
+                let (mut bytes, mut paged) = (0u64, 0u64);
+                for k in b.kinds.iter().filter(|k| k.containers > 0) {
+                    let stored = k.bytes + 4 * k.containers;
+                    if stored / k.containers >= page::STANDALONE_BYTES as u64 {
+                        bytes += stored + k.containers * (plen + 2);
+                    } else {
+                        paged += stored + 2 * k.containers;
+                    }
+                }
+                bytes += paged + paged.div_ceil(page::PAGE_BYTES as u64) * (plen + 2 + 4);
+                let deltas = b.deltas * (plen + 4 + delta::DELTA_VALUE_BYTES);
+                return Ok(Some(total + bytes + deltas));
             }
         };
         let plen = keys::data_prefix(db, key, m.version).len() as u64;

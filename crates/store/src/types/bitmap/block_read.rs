@@ -11,16 +11,17 @@ use std::sync::Arc;
 
 use roaringd_bitmap::ContainerBuf;
 
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::kv::Space;
 use crate::meta::BitmapSummary;
 use crate::txn::Txn;
 
 use super::block_facts::BlockFacts;
-use super::bytes::{fold_first, view, Bytes};
+use super::bytes::{fold_first, view, Bytes, RawEntries};
 use super::container_cache::{held_charge, padded_with, Held, PAD};
 use super::delta::{self, Folded};
+use super::page;
 use super::stream::FillScan;
 use super::summary::key_bytes;
 use super::txn_state::WrittenBlock;
@@ -43,13 +44,6 @@ impl Txn {
         match self.bm.written.get(&(db, version, hi)) {
             Some(WrittenBlock::Gone) => return Ok(None),
             Some(WrittenBlock::Folded(a, _)) => return Ok(Some(Bytes::Shared(Arc::clone(a)))),
-            // Unless a spill of fresh entries moved it to the `Kv`.
-            Some(WrittenBlock::Entry) => {
-                let first = keys::data_key(db, key, version, &hi.to_be_bytes());
-                if let Some(v) = self.data_overlay_get(&first) {
-                    return Ok(v.map(|v| Bytes::Owned(v.to_vec(), 0)));
-                }
-            }
             None => {}
         }
         if !self.inner.dirty.is_empty() {
@@ -60,14 +54,12 @@ impl Txn {
                 return Ok(b.map(|b| Bytes::Shared(b.bytes)));
             }
         }
-        if !self.data_overlay_is_empty() {
-            let first = keys::data_key(db, key, version, &hi.to_be_bytes());
-            if self.data_overlay_has_prefix(&first) {
-                let after = hi.checked_sub(1).map(|b| delta::delta_sub(b, u16::MAX));
-                let entries =
-                    self.data_iter(db, key, version, after.as_ref().map(|a| &a[..]), false);
-                return Ok(fold_first(Box::new(entries), hi)?.map(|(v, n)| Bytes::Owned(v, n)));
-            }
+        if !self.data_overlay_is_empty()
+            && self.data_overlay_has_prefix(&keys::data_prefix(db, key, version))
+        {
+            return Ok(self
+                .bm_block_at(db, key, (version, None), hi, true)?
+                .map(|(v, n)| Bytes::Owned(v, n)));
         }
         // A point read: the memory tier holds the key's stored bytes; the
         // container cache serves it where a set operation filled it, and
@@ -78,35 +70,72 @@ impl Txn {
         self.bm_get_stored(db, key, (version, s), hi, fill)
     }
 
-    /// Container `hi` of a key version with its deltas, from the `Kv`: a
-    /// point read of its entry when the key is known to have no deltas
-    /// (`s`, its summary, read under the key's lock, which this `Txn` still
-    /// holds: no delta can appear meanwhile), else one short range read
-    /// (the entry and its deltas).
-    fn bm_read_block(
+    /// Container `hi` of a key version with its deltas, as `(bytes,
+    /// deltas)`: from the first entry at or after the block (one seek, see
+    /// [`super::page`]), which is its single, a page holding it, or
+    /// another block's entry (absent). A single's delta entries are read
+    /// after it unless the key is known to have none (`s`, its summary,
+    /// read under the key's lock, which this `Txn` still holds: no delta
+    /// can appear meanwhile). `merged`: through this `Txn`'s overlay (it
+    /// wrote the version), else from the `Kv` alone.
+    fn bm_block_at(
         &self,
         db: u16,
         key: &[u8],
         (version, s): (u64, Option<&BitmapSummary>),
         hi: u16,
+        merged: bool,
     ) -> Result<Option<(Vec<u8>, u16)>> {
-        let first = keys::data_key(db, key, version, &hi.to_be_bytes());
-        if s.is_some_and(|s| s.deltas == 0) && self.holds_lock(db, key) {
-            return Ok(self.inner.kv.get(Space::Data, &first)?.map(|v| (v, 0)));
+        let sub = hi.to_be_bytes();
+        let first = if merged {
+            self.data_first(db, key, version, Bound::Included(&sub), false)?
+        } else {
+            let from = keys::data_key(db, key, version, &sub);
+            let pend = crate::kv::prefix_end(&keys::data_prefix(db, key, version));
+            let end = pend.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            let plen = from.len() - 2;
+            self.inner
+                .kv
+                .range_first(Space::Data, Bound::Included(&from), end, false)?
+                .map(|(k, v)| (k[plen..].to_vec(), v))
+        };
+        let Some((at, v)) = first else {
+            return Ok(None);
+        };
+        let [a, b] = at[..] else {
+            return Err(StoreError::corrupt(
+                "bitmap delta entry without its container",
+            ));
+        };
+        let k = u16::from_be_bytes([a, b]);
+        if page::is_page(&v) {
+            return Ok(page::find(k, &v, hi)?.map(|c| (c.to_vec(), 0)));
         }
-        let last = keys::data_key(db, key, version, &delta::delta_sub(hi, u16::MAX));
-        let plen = first.len() - 2;
-        let entries = self
-            .inner
-            .kv
-            .range(
-                Space::Data,
-                Bound::Included(&first),
-                Bound::Included(&last),
-                false,
+        if k != hi {
+            return Ok(None);
+        }
+        if !merged && s.is_some_and(|s| s.deltas == 0) && self.holds_lock(db, key) {
+            return Ok(Some((v, 0)));
+        }
+        let rest: RawEntries<'_> = if merged {
+            Box::new(self.data_iter(db, key, version, Some(&sub), false))
+        } else {
+            let lo = keys::data_key(db, key, version, &delta::delta_sub(hi, 0));
+            let up = keys::data_key(db, key, version, &delta::delta_sub(hi, u16::MAX));
+            let plen = lo.len() - 4;
+            Box::new(
+                self.inner
+                    .kv
+                    .range(
+                        Space::Data,
+                        Bound::Included(&lo),
+                        Bound::Included(&up),
+                        false,
+                    )
+                    .map(move |r| r.map(|(k, v)| (k[plen..].to_vec(), v))),
             )
-            .map(move |r| r.map(|(k, v)| (k[plen..].to_vec(), v)));
-        fold_first(Box::new(entries), hi)
+        };
+        fold_first(Box::new(std::iter::once(Ok((at, v))).chain(rest)), hi)
     }
 
     /// As [`Txn::bm_get`] for a block this `Txn` has not written (`s`:
@@ -125,7 +154,7 @@ impl Txn {
         let cc = &self.inner.ccache;
         if !cc.enabled() {
             return Ok(self
-                .bm_read_block(db, key, (version, s), hi)?
+                .bm_block_at(db, key, (version, s), hi, false)?
                 .map(|(v, n)| Bytes::Owned(v, n)));
         }
         if let Some(b) = cc.container(version, hi) {
@@ -138,11 +167,11 @@ impl Txn {
         }
         if !fill {
             return Ok(self
-                .bm_read_block(db, key, (version, s), hi)?
+                .bm_block_at(db, key, (version, s), hi, false)?
                 .map(|(v, n)| Bytes::Owned(v, n)));
         }
         let snap = cc.snapshot(version);
-        match self.bm_read_block(db, key, (version, s), hi)? {
+        match self.bm_block_at(db, key, (version, s), hi, false)? {
             Some((v, n)) => {
                 // Validated once here (see `ContainerBytes for Bytes`).
                 let facts = BlockFacts::of(view(&v)?.as_ref());

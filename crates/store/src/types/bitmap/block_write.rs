@@ -6,11 +6,12 @@
 //! cache gets the new bytes at commit, and [`WrittenBlock`] records what
 //! the block holds now, for later reads in the same `Txn`.
 
+use std::ops::Bound;
 use std::sync::Arc;
 
 use roaringd_bitmap::{ContainerBuf, ContainerRef};
 
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::txn::Txn;
 
@@ -18,19 +19,11 @@ use super::block_facts::BlockFacts;
 use super::bytes::join;
 use super::container_cache::padded_with;
 use super::delta;
+use super::page;
 use super::summary::{census, container_sum, Edit};
 use super::txn_state::WrittenBlock;
 
 impl Txn {
-    /// Records a container write under a live version for the container
-    /// cache (applied at commit).
-    pub(super) fn bm_note_write(&mut self, db: u16, key: &[u8], version: u64, hi: u16) {
-        if self.inner.ccache.enabled() {
-            let dk = keys::data_key(db, key, version, &hi.to_be_bytes());
-            self.bm.cc_pending.record(version, hi, dk);
-        }
-    }
-
     /// Stores `ops` (the bits that change, in order) as delta number `seq`
     /// of container `hi`, whose content after them is `new` (with `facts`,
     /// when known).
@@ -114,34 +107,31 @@ impl Txn {
         }
         census(&mut e.s, new.as_ref(), true);
         e.s.sum = u64::try_from(i128::from(e.s.sum) + delta).unwrap_or(0);
-        let sub = hi.to_be_bytes();
         let version = e.meta.version;
+        // Only a single (see `page`) takes deltas: one with some already,
+        // or one too big for a page.
+        let single = old.is_some_and(|o| n > 0 || o.byte_len() >= page::STANDALONE_BYTES);
         match ops {
-            Some(ops) if old.is_some() && Self::bm_delta_fits((n, ops, new)) => {
+            Some(ops) if single && Self::bm_delta_fits((n, ops, new)) => {
                 self.bm_put_delta(db, key, e, hi, n, (ops, new, facts));
             }
-            _ if new.is_empty() => {
-                if old.is_some() {
-                    self.data_delete(db, key, version, &sub);
-                    self.bm_drop_deltas(db, key, e, hi, n);
-                    self.bm_note_write(db, key, version, hi);
-                    self.bm.written_set((db, version, hi), WrittenBlock::Gone);
-                }
-            }
+            _ if new.is_empty() && old.is_none() => {}
             _ => {
-                self.data_put(db, key, version, &sub, new.as_bytes().to_vec());
+                let stored = (!new.is_empty()).then(|| new.as_bytes());
+                let others_have_deltas = e.s.deltas > u64::from(n);
+                let dk = self.bm_place(db, key, version, hi, stored, others_have_deltas)?;
                 self.bm_drop_deltas(db, key, e, hi, n);
-                match facts.filter(|_| self.inner.ccache.enabled()) {
-                    // Known facts: the commit need not parse the bytes
-                    // again to cache them with their facts.
-                    Some(f) => {
-                        let dk = keys::data_key(db, key, version, &sub);
-                        let bytes = padded_with(new.as_bytes(), 0, Some(f));
-                        self.bm.cc_pending.record_update((version, hi, dk), bytes);
-                    }
-                    None => self.bm_note_write(db, key, version, hi),
+                let now = stored.map(|b| padded_with(b, 0, facts));
+                if self.inner.ccache.enabled() {
+                    self.bm
+                        .cc_pending
+                        .record_stored((version, hi, dk), now.clone(), false);
                 }
-                self.bm.written_set((db, version, hi), WrittenBlock::Entry);
+                let now = match now {
+                    Some(a) => WrittenBlock::Folded(a, None),
+                    None => WrittenBlock::Gone,
+                };
+                self.bm.written_set((db, version, hi), now);
             }
         }
         // Extremes: only the edited block can move them.
@@ -179,6 +169,113 @@ impl Txn {
                         .unwrap_or(0);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Stores container `hi` of a key version as `new` (`None`: deletes
+    /// it) in the packed layout ([`super::page`]): the entry holding the
+    /// block is edited and packed again; a small container the key lacks
+    /// joins the first entry after it (or the last entry, when it goes past
+    /// every block) where that entry is a page or a small single, else it
+    /// is a single of its own. `others_have_deltas`: another block of the
+    /// key has delta entries (only after singles; such a small single,
+    /// which older stores wrote, is not joined). Returns the data key of
+    /// the entry that holds (or held) the block. Delta entries of the block
+    /// are the caller's to delete.
+    ///
+    /// # Errors
+    /// `Io`; `Corrupt` when an entry read breaks the layout.
+    fn bm_place(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        hi: u16,
+        new: Option<&[u8]>,
+        others_have_deltas: bool,
+    ) -> Result<Vec<u8>> {
+        let small = new.is_some_and(|c| c.len() < page::STANDALONE_BYTES);
+        let joinable = |v: &[u8]| {
+            page::is_page(v) || (v.len() < page::STANDALONE_BYTES && !others_have_deltas)
+        };
+        let entry_key = |sub: &[u8]| match *sub {
+            [a, b] => Ok(u16::from_be_bytes([a, b])),
+            _ => Err(StoreError::corrupt(
+                "bitmap delta entry without its container",
+            )),
+        };
+        let mut base: Option<(u16, Vec<u8>)> = None;
+        match self.data_first(db, key, version, Bound::Included(&hi.to_be_bytes()), false)? {
+            Some((sub, v)) => {
+                let k = entry_key(&sub)?;
+                if page::find(k, &v, hi)?.is_some() || (small && joinable(&v)) {
+                    base = Some((k, v));
+                }
+            }
+            None if small => {
+                if let Some((sub, v)) = self.data_first(db, key, version, Bound::Unbounded, true)? {
+                    if sub.len() == 2 && joinable(&v) {
+                        base = Some((entry_key(&sub)?, v));
+                    }
+                }
+            }
+            None => {}
+        }
+        let mut list: Vec<(u16, &[u8])> = match &base {
+            Some((k, v)) => page::containers(*k, v)?
+                .into_iter()
+                .filter(|&(b, _)| b != hi)
+                .collect(),
+            None => Vec::new(),
+        };
+        if let Some(c) = new {
+            let at = list.partition_point(|&(b, _)| b < hi);
+            list.insert(at, (hi, c));
+        }
+        let packed = page::pack(&list);
+        let holder = packed
+            .iter()
+            .map(|&(k, _)| k)
+            .find(|&k| k >= hi)
+            .or(base.as_ref().map(|&(k, _)| k))
+            .unwrap_or(hi);
+        if let Some((old_key, _)) = &base {
+            if !packed.iter().any(|(k, _)| k == old_key) {
+                self.data_delete(db, key, version, &old_key.to_be_bytes());
+            }
+        }
+        for (k, v) in packed {
+            self.data_put(db, key, version, &k.to_be_bytes(), v);
+        }
+        Ok(keys::data_key(db, key, version, &holder.to_be_bytes()))
+    }
+
+    /// Writes the containers `all` (ascending, none empty) of `version`, a
+    /// fresh version, packed ([`super::page`]); the overlay spills as it
+    /// grows ([`Txn::data_put_fresh`]), so a key of any size is written in
+    /// bounded memory.
+    ///
+    /// # Errors
+    /// `Io` when a spill fails.
+    pub(super) fn bm_put_packed<'b>(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        all: impl IntoIterator<Item = (u16, &'b [u8])>,
+    ) -> Result<()> {
+        let mut packer = page::Packer::default();
+        let mut closed = Vec::new();
+        for (hi, c) in all {
+            packer.push(hi, c, &mut closed);
+            for (k, v) in closed.drain(..) {
+                self.data_put_fresh(db, key, version, &k.to_be_bytes(), v)?;
+            }
+        }
+        packer.finish(&mut closed);
+        for (k, v) in closed {
+            self.data_put_fresh(db, key, version, &k.to_be_bytes(), v)?;
         }
         Ok(())
     }

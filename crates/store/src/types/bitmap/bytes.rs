@@ -84,7 +84,7 @@ pub(super) fn view<B: ContainerBytes + ?Sized>(bytes: &B) -> Result<ContainerVie
 }
 
 /// Raw `(subkey, value)` data entries of one key version.
-type RawEntries<'a> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + 'a>;
+pub(super) type RawEntries<'a> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + 'a>;
 
 /// The first container of `entries` with its deltas applied, as
 /// `(bytes, deltas)`, when it is `block`'s.

@@ -581,6 +581,13 @@ impl ContainerCache {
             let id = Id::Container(version, block);
             let cached = self.shards[shard_of(id)].lock().map.contains_key(&id);
             let (bytes, present, fill) = match (value, new) {
+                // The block's entry became a page later in the Txn (a
+                // neighbour joined it): its bytes are not the block's.
+                (Written::Fill(_) | Written::Known(_), Some(Some(v)))
+                    if super::page::is_page(v) =>
+                {
+                    (None, None, false)
+                }
                 // A delta entry: `value` is the whole container after it.
                 (Written::Delta(v), Some(Some(_))) => (cached.then_some(v), Some(true), false),
                 // A delta deleted again in the same Txn: a later write of
@@ -593,13 +600,16 @@ impl ContainerCache {
                 (Written::Known(f), Some(Some(v))) if f[PAD..] == *v => {
                     (cached.then_some(f), Some(true), false)
                 }
-                (Written::Entry | Written::Fill(_) | Written::Known(_), Some(Some(v))) => (
+                (Written::Fill(_) | Written::Known(_), Some(Some(v))) => (
                     cached.then(|| padded_with(v, 0, facts_of_bytes(v))),
                     Some(true),
                     false,
                 ),
-                (Written::Entry | Written::Fill(_) | Written::Known(_), Some(None)) => {
-                    (None, Some(false), false)
+                (Written::Fill(_) | Written::Known(_), Some(None)) => (None, Some(false), false),
+                (Written::Stored(b, fill), Some(_)) => {
+                    let present = b.is_some();
+                    let fill = fill && present;
+                    ((fill || cached).then_some(b).flatten(), Some(present), fill)
                 }
                 (_, None) => (None, None, false),
                 // Taken above.
@@ -624,9 +634,6 @@ type PendingWrite = (u64, u16, Vec<u8>, Written);
 /// What a recorded write put under its data key.
 #[derive(Debug)]
 enum Written {
-    /// The container entry (or its deletion): the cache entry, if any, is
-    /// updated from the committed value.
-    Entry,
     /// The container entry, whose bytes ([`padded`]) are cached at commit
     /// even when the block was not cached before.
     Fill(Arc<[u8]>),
@@ -634,9 +641,15 @@ enum Written {
     /// new delta count).
     Delta(Arc<[u8]>),
     /// The container entry, whose bytes ([`padded_with`], no deltas) the
-    /// cache entry, if any, becomes: as [`Written::Entry`] without parsing
-    /// the committed value again for its facts.
+    /// cache entry, if any, becomes: as the committed value, without
+    /// parsing it again for its facts.
     Known(Arc<[u8]>),
+    /// The block's content after the commit, known as written (`None`:
+    /// absent), through a packed entry (a page or a single: see `page`)
+    /// whose data key is the one recorded; with `true`, cached even when
+    /// the block was not. The entry's pending write or delete only says
+    /// that the write was not discarded since.
+    Stored(Option<Arc<[u8]>>, bool),
     /// Every block a key version holds once the commit is written (its
     /// directory).
     Dir(Arc<[u16]>),
@@ -645,12 +658,6 @@ enum Written {
 }
 
 impl Pending {
-    /// Records a write (or delete) of container `block` of `version`
-    /// (its container entry's data key `dk`).
-    pub(crate) fn record(&mut self, version: u64, block: u16, dk: Vec<u8>) {
-        self.writes.push((version, block, dk, Written::Entry));
-    }
-
     /// Records a write of container `block` of `version` under the data
     /// key `dk` whose result is known as `container` ([`padded`]):
     /// `delta` false for the container entry itself (no deltas), cached
@@ -684,6 +691,20 @@ impl Pending {
     ) {
         self.writes
             .push((version, block, dk, Written::Known(container)));
+    }
+
+    /// Records the content of container `block` of `version` after this
+    /// `Txn` (`None`: absent), written within the entry whose data key is
+    /// `dk` ([`padded_with`] bytes, no deltas); with `fill`, cached at
+    /// commit whether or not the block was cached.
+    pub(crate) fn record_stored(
+        &mut self,
+        (version, block, dk): (u64, u16, Vec<u8>),
+        container: Option<Arc<[u8]>>,
+        fill: bool,
+    ) {
+        self.writes
+            .push((version, block, dk, Written::Stored(container, fill)));
     }
 
     /// Records that hold a container (tests).
@@ -857,6 +878,12 @@ mod tests {
         vec![fill; n].into()
     }
 
+    /// A write whose bytes the commit reads back from the committed value
+    /// (a known container that never equals it).
+    fn record(p: &mut Pending, version: u64, block: u16, dk: Vec<u8>) {
+        p.record_update((version, block, dk), padded(&[], 0));
+    }
+
     #[test]
     fn fill_get_and_refused_racing_fill() {
         let c = ContainerCache::new(1 << 20);
@@ -869,7 +896,7 @@ mod tests {
         let s = c.snapshot(9);
         let other = c.snapshot(7);
         let mut p = Pending::default();
-        p.record(9, 0, b"dk".to_vec());
+        record(&mut p, 9, 0, b"dk".to_vec());
         c.prepare(p, |_| Some(Some(&[5][..]))).apply(&c);
         c.fill_container(9, 0, bytes(3, 0), s);
         assert!(c.container(9, 0).is_none());
@@ -889,9 +916,9 @@ mod tests {
         c.fill_dir(1, vec![3u16, 9].into(), s);
         // Update of a cached container, new block, deleted block.
         let mut p = Pending::default();
-        p.record(1, 3, b"a".to_vec());
-        p.record(1, 5, b"b".to_vec());
-        p.record(1, 9, b"c".to_vec());
+        record(&mut p, 1, 3, b"a".to_vec());
+        record(&mut p, 1, 5, b"b".to_vec());
+        record(&mut p, 1, 9, b"c".to_vec());
         let prep = c.prepare(p, |dk| match dk {
             b"a" => Some(Some(&[2, 2][..])),
             b"b" => Some(Some(&[7][..])),
@@ -905,12 +932,12 @@ mod tests {
         assert_eq!(&*c.dir(1).unwrap(), &[3u16, 5][..]);
         // A failed commit: prepared, never applied.
         let mut p = Pending::default();
-        p.record(1, 3, b"a".to_vec());
+        record(&mut p, 1, 3, b"a".to_vec());
         drop(c.prepare(p, |_| Some(Some(&[9][..]))));
         assert_eq!(&c.container(1, 3).unwrap()[PAD..], &[2u8, 2][..]);
         // A discarded write (unknown value) drops entry and directory.
         let mut p = Pending::default();
-        p.record(1, 3, b"a".to_vec());
+        record(&mut p, 1, 3, b"a".to_vec());
         c.prepare(p, |_| None).apply(&c);
         assert!(c.container(1, 3).is_none());
         assert!(c.dir(1).is_none());
@@ -971,7 +998,7 @@ mod tests {
         );
         // A write of a block the cache does not even hold.
         let mut p = Pending::default();
-        p.record(3, 9, b"x".to_vec());
+        record(&mut p, 3, 9, b"x".to_vec());
         c.prepare(p, |_| Some(Some(&[1][..]))).apply(&c);
         assert!(c.held(3).is_none());
         assert!(c.held(5).is_some(), "other versions keep theirs");
@@ -995,7 +1022,7 @@ mod tests {
         let s = c.snapshot(2);
         c.fill_container(2, 0, padded(&[1], 0), s);
         let mut p = Pending::default();
-        p.record(2, 0, b"a".to_vec());
+        record(&mut p, 2, 0, b"a".to_vec());
         let prep = c.prepare(p, |_| Some(Some(&[2][..])));
         // A reader that snapshots before the commit and reads the old
         // container: refused (the first bump).
@@ -1010,7 +1037,7 @@ mod tests {
         // the drop.
         for (value, fill_before_drop) in [(3u8, false), (2, true)] {
             let mut p = Pending::default();
-            p.record(2, 0, b"a".to_vec());
+            record(&mut p, 2, 0, b"a".to_vec());
             let stored = [value];
             let prep = c.prepare(p, |_| Some(Some(&stored[..])));
             let vs = prep.versions();

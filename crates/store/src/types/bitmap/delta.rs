@@ -34,6 +34,8 @@ use roaringd_bitmap::{ContainerBuf, ContainerView};
 
 use crate::error::{Result, StoreError};
 
+use super::page::Unpacked;
+
 /// Container bytes from which a small edit is stored as a delta entry;
 /// smaller containers are rewritten (a delta would save little).
 pub const DELTA_MIN_BYTES: usize = 512;
@@ -138,9 +140,11 @@ pub type FoldedBlock = (u16, Vec<u8>, u16);
 /// (descending when `reverse`), into whole containers: each block's
 /// container entry with its deltas applied. A block without deltas passes
 /// its stored bytes through untouched (checked later by the caller's view);
-/// a block with deltas is parsed (every check) and re-encoded.
-pub struct Folded<I: Iterator> {
-    inner: Peekable<I>,
+/// a block with deltas is parsed (every check) and re-encoded. Pages are
+/// expanded first ([`Unpacked`]), so a caller sees one container per item
+/// whatever the layout.
+pub struct Folded<I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>> {
+    inner: Peekable<Unpacked<I>>,
     reverse: bool,
 }
 
@@ -150,8 +154,15 @@ where
 {
     /// Folds `inner` (ascending, or descending when `reverse`).
     pub fn new(inner: I, reverse: bool) -> Self {
+        Self::within(inner, reverse, (0, u16::MAX))
+    }
+
+    /// Folds the containers of blocks `lo..=hi` in `inner`: a scan that
+    /// resumes inside a page passes the page's earlier blocks by, and one
+    /// that ends inside a page stops there ([`Unpacked`]).
+    pub fn within(inner: I, reverse: bool, window: (u16, u16)) -> Self {
         Folded {
-            inner: inner.peekable(),
+            inner: Unpacked::new(inner, reverse, window).peekable(),
             reverse,
         }
     }

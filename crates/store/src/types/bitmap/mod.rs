@@ -48,6 +48,7 @@ pub mod container_cache;
 pub mod delta;
 pub mod dirty;
 pub mod oplog;
+pub mod page;
 
 mod bit_writes;
 mod block_read;

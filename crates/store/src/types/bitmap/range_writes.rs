@@ -13,7 +13,7 @@ use crate::meta::Kind;
 use crate::txn::{take_chunk, Txn};
 
 use super::bytes::{split, view, BLOCK};
-use super::delta::{self, Folded, FoldedBlock};
+use super::delta::FoldedBlock;
 use super::summary::summary_of_bitmap;
 
 /// A range write of TR.SETRANGE / TR.FLIPRANGE.
@@ -101,9 +101,12 @@ impl Txn {
     pub fn tr_replace(&mut self, db: u16, key: &[u8], b: &Bitmap) -> Result<u64> {
         self.meta_of(db, key, Kind::Bitmap)?;
         let version = self.new_data_version()?;
-        for (hi, c) in b.containers() {
-            self.data_put_fresh(db, key, version, &hi.to_be_bytes(), c.as_bytes().to_vec())?;
-        }
+        self.bm_put_packed(
+            db,
+            key,
+            version,
+            b.containers().map(|(hi, c)| (hi, c.as_bytes())),
+        )?;
         let s = summary_of_bitmap(b);
         self.put_new_bitmap_meta(db, key, version, s)?;
         Ok(s.card)
@@ -121,18 +124,14 @@ impl Txn {
         };
         // Read in chunks of about OPTIMIZE_CHUNK_BYTES: only rewritten
         // containers are held (in the overlay), not the whole key.
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let scan = self.data_iter(db, key, e.meta.version, after.as_deref(), false);
-            let blocks: Vec<FoldedBlock> =
-                take_chunk(Folded::new(scan, false), OPTIMIZE_CHUNK_BYTES, |b| {
-                    b.1.len()
-                })?;
+        let mut from = Some(0u16);
+        while let Some(at) = from {
+            let scan = self.bm_scan(db, key, e.meta.version, (at, false));
+            let blocks: Vec<FoldedBlock> = take_chunk(scan, OPTIMIZE_CHUNK_BYTES, |b| b.1.len())?;
             let Some(&(last, _, _)) = blocks.last() else {
                 break;
             };
-            // Past block `last`'s last possible delta entry.
-            after = Some(delta::delta_sub(last, u16::MAX).to_vec());
+            from = last.checked_add(1);
             for (hi, bytes, n) in blocks {
                 let old = view(&bytes)?.to_buf();
                 let mut new = old.clone();

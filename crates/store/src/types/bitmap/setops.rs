@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use roaringd_bitmap::{setops, ContainerBuf, ContainerRef, ContainerView};
 
-use crate::error::{Result, StoreError};
+use crate::error::Result;
 use crate::keys;
 use crate::meta::{BitmapSummary, KeyMeta, Kind};
 use crate::txn::Txn;
@@ -20,9 +20,10 @@ use crate::txn::Txn;
 use super::block_facts::BlockFacts;
 use super::bytes::{cached_facts, split, view, Bytes};
 use super::container_cache::{deltas_of, facts_of, padded, padded_with, PAD};
+use super::page;
 use super::stream::{head, skip_below, take, Stream};
 use super::summary::{
-    is_plain_empty_bitmap, key_bytes, summary_of, summary_push, summary_push_facts, Edit,
+    is_plain_empty_bitmap, key_bytes, summary_of, summary_push, summary_push_facts,
 };
 
 /// An operation of TR.BITOP / TR.BITOPCARD.
@@ -356,21 +357,23 @@ impl Txn {
             return Ok(s.card);
         }
         let version = self.new_data_version()?;
-        for (hi, bytes) in out {
-            self.data_put_fresh(db, dest, version, &hi.to_be_bytes(), bytes)?;
-        }
+        self.bm_put_packed(
+            db,
+            dest,
+            version,
+            out.iter().map(|(hi, b)| (*hi, b.as_slice())),
+        )?;
         self.put_new_bitmap_meta(db, dest, version, s)?;
         Ok(s.card)
     }
 
     /// Makes the containers of `dest`'s live version (`m`) those of `out`
-    /// (a result, in block order), writing only the blocks that differ:
-    /// a block whose stored bytes equal the result's is left alone, one
-    /// the result lacks is deleted, every other is written. A block with
-    /// delta entries is always rewritten (its deltas deleted), so the
-    /// version ends with none. `s`: the result's summary; the caller
-    /// writes the meta. The old containers are read as
-    /// [`Txn::bm_old_blocks`] says.
+    /// (a result, in block order), writing only the entries that differ:
+    /// the result is packed ([`super::page`]) and compared with the stored
+    /// entries as bytes; an entry stored with the same bytes and no delta
+    /// entries is left alone, every other stored entry is deleted or
+    /// overwritten. The version ends with no delta entries. `s`: the
+    /// result's summary; the caller writes the meta.
     fn bm_rewrite(
         &mut self,
         db: u16,
@@ -378,58 +381,69 @@ impl Txn {
         (m, s): (KeyMeta, &BitmapSummary),
         out: &mut [(u16, Vec<u8>)],
     ) -> Result<()> {
-        let ps = summary_of(&m);
         let version = m.version;
-        let olds = self.bm_old_blocks(db, dest, (version, &ps), out)?;
+        let old: Vec<(Vec<u8>, Vec<u8>)> = self
+            .data_iter(db, dest, version, None, false)
+            .collect::<Result<_>>()?;
         // Read from the overlay from now on (rare: an edit and a TR.BITOP
         // into the same key in one `Txn`).
         self.bm
             .written
             .retain(|&(d, v, _), _| (d, v) != (db, version));
+        let packed = page::pack(out);
+        let new_at = |k: &[u8]| -> Option<usize> {
+            let [a, b] = *k else { return None };
+            packed
+                .binary_search_by_key(&u16::from_be_bytes([a, b]), |&(k, _)| k)
+                .ok()
+        };
+        let mut kept = vec![false; packed.len()];
         let mut gone: Vec<(u16, u16)> = Vec::new();
-        let mut write = vec![true; out.len()];
-        let mut drop_deltas: Vec<(u16, u16)> = Vec::new();
-        let mut i = 0;
-        for (hi, n, equal) in olds {
-            while out.get(i).is_some_and(|(h, _)| *h < hi) {
-                i += 1;
+        for (i, (sub, v)) in old.iter().enumerate() {
+            let has_deltas = old
+                .get(i + 1)
+                .is_some_and(|(n, _)| n.len() == 4 && n[..2] == sub[..]);
+            match new_at(sub) {
+                Some(j) if !has_deltas && packed[j].1 == *v => kept[j] = true,
+                Some(_) => {}
+                None => self.data_delete(db, dest, version, sub),
             }
-            match out.get(i) {
-                Some((h, _)) if *h == hi => {
-                    if equal {
-                        write[i] = false;
-                    } else if n > 0 {
-                        drop_deltas.push((hi, n));
+            if let [a, b] = sub[..] {
+                let k = u16::from_be_bytes([a, b]);
+                for (hi, _) in page::containers(k, v)? {
+                    if out.binary_search_by_key(&hi, |(h, _)| *h).is_err() {
+                        gone.push((hi, k));
                     }
                 }
-                _ => gone.push((hi, n)),
             }
         }
-        let mut e = Edit {
-            meta: m,
-            s: ps,
-            created: false,
-        };
-        for (hi, n) in gone {
-            self.data_delete(db, dest, version, &hi.to_be_bytes());
-            self.bm_drop_deltas(db, dest, &mut e, hi, n);
-            self.bm_note_write(db, dest, version, hi);
-        }
-        for (hi, n) in drop_deltas {
-            self.bm_drop_deltas(db, dest, &mut e, hi, n);
-        }
+        let cache = self.inner.ccache.enabled();
         let fill = self.bm_result_cached(s);
-        for ((hi, bytes), _) in out.iter_mut().zip(write).filter(|(_, w)| *w) {
-            let sub = hi.to_be_bytes();
-            if fill {
-                let dk = keys::data_key(db, dest, version, &sub);
+        if cache {
+            for (hi, k) in gone {
+                let dk = keys::data_key(db, dest, version, &k.to_be_bytes());
                 self.bm
                     .cc_pending
-                    .record_known((version, *hi, dk), padded(bytes, 0), false);
-            } else {
-                self.bm_note_write(db, dest, version, *hi);
+                    .record_stored((version, hi, dk), None, false);
             }
-            self.data_put(db, dest, version, &sub, std::mem::take(bytes));
+            let mut j = 0;
+            for (hi, bytes) in out.iter() {
+                while packed[j].0 < *hi {
+                    j += 1;
+                }
+                if kept[j] {
+                    continue;
+                }
+                let dk = keys::data_key(db, dest, version, &packed[j].0.to_be_bytes());
+                self.bm
+                    .cc_pending
+                    .record_stored((version, *hi, dk), Some(padded(bytes, 0)), fill);
+            }
+        }
+        for ((k, v), kept) in packed.into_iter().zip(kept) {
+            if !kept {
+                self.data_put(db, dest, version, &k.to_be_bytes(), v);
+            }
         }
         if fill {
             // The version now holds exactly the result's blocks.
@@ -437,76 +451,6 @@ impl Txn {
             self.bm.cc_pending.record_dir(version, blocks.into());
         }
         Ok(())
-    }
-
-    /// The blocks of a key version (`ps`: its summary) as `(block, delta
-    /// entries, whether the stored container equals the result's bytes
-    /// for the block in `out` and has no deltas)`, ascending. From the
-    /// cached directory when there is one (reading only the containers
-    /// `out` also holds, through the cache); else one raw scan of the
-    /// version's entries, compared as bytes: equal to a result's bytes
-    /// means valid, so nothing is parsed, and nothing enters the cache.
-    fn bm_old_blocks(
-        &self,
-        db: u16,
-        key: &[u8],
-        (version, ps): (u64, &BitmapSummary),
-        out: &[(u16, Vec<u8>)],
-    ) -> Result<Vec<(u16, u16, bool)>> {
-        let result = |i: &mut usize, hi: u16| -> Option<&[u8]> {
-            while out.get(*i).is_some_and(|(h, _)| *h < hi) {
-                *i += 1;
-            }
-            out.get(*i).filter(|(h, _)| *h == hi).map(|(_, b)| &b[..])
-        };
-        let mut olds: Vec<(u16, u16, bool)> = Vec::new();
-        let mut i = 0;
-        let cc = &self.inner.ccache;
-        let clean = cc.enabled()
-            && (self.data_overlay_is_empty()
-                || !self.data_overlay_has_prefix(&keys::data_prefix(db, key, version)));
-        if let Some(dir) = cc.dir(version).filter(|_| clean) {
-            for &hi in dir.iter() {
-                let new = result(&mut i, hi);
-                if new.is_none() && ps.deltas == 0 {
-                    olds.push((hi, 0, false));
-                    continue;
-                }
-                let b = self
-                    .bm_get_stored(db, key, (version, Some(ps)), hi, true)?
-                    .ok_or_else(|| {
-                        StoreError::corrupt(
-                            "bitmap container directory names a container that is not stored",
-                        )
-                    })?;
-                let n = b.deltas();
-                olds.push((hi, n, n == 0 && new.is_some_and(|new| *b == *new)));
-            }
-            return Ok(olds);
-        }
-        for e in self.data_iter(db, key, version, None, false) {
-            let (sub, v) = e?;
-            match *sub {
-                [a, b] => {
-                    let hi = u16::from_be_bytes([a, b]);
-                    let equal = result(&mut i, hi).is_some_and(|new| v == new);
-                    olds.push((hi, 0, equal));
-                }
-                [a, b, _, _] => match olds.last_mut() {
-                    Some((hi, n, equal)) if *hi == u16::from_be_bytes([a, b]) => {
-                        *n += 1;
-                        *equal = false;
-                    }
-                    _ => {
-                        return Err(StoreError::corrupt(
-                            "bitmap delta entry without its container",
-                        ))
-                    }
-                },
-                _ => return Err(StoreError::corrupt("bitmap data entry with a bad subkey")),
-            }
-        }
-        Ok(olds)
     }
 
     /// True when the containers a TR.BITOP writes over a destination in

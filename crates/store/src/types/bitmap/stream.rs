@@ -8,6 +8,7 @@
 //! once, deltas applied.
 
 use std::iter::Peekable;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::error::{Result, StoreError};
@@ -15,9 +16,10 @@ use crate::meta::BitmapSummary;
 use crate::txn::Txn;
 
 use super::block_facts::BlockFacts;
-use super::bytes::{join, view, Bytes};
+use super::bytes::{join, view, Bytes, RawEntries};
 use super::container_cache::{padded_with, prefetch, ContainerCache, Held, Snap};
 use super::delta::{self, Folded, FoldedBlock};
+use super::page;
 use super::summary::key_bytes;
 
 /// One source's containers in stream order (block order, or its reverse).
@@ -231,18 +233,7 @@ impl Txn {
                 };
             }
         }
-        // Exclusive cursors: past block `from - 1`'s last possible delta
-        // going up, block `from + 1`'s container going down.
-        let after: Option<Vec<u8>> = if reverse {
-            from.checked_add(1).map(|b| b.to_be_bytes().to_vec())
-        } else {
-            from.checked_sub(1)
-                .map(|b| delta::delta_sub(b, u16::MAX).to_vec())
-        };
-        let scan = Folded::new(
-            self.data_iter(db, key, version, after.as_deref(), reverse),
-            reverse,
-        );
+        let scan = self.bm_scan(db, key, version, (from, reverse));
         let it: EntryIter<'_> = if fill && clean && key_bytes(s) <= cc.capacity() / 8 {
             Box::new(FillScan {
                 inner: scan,
@@ -255,6 +246,40 @@ impl Txn {
             Box::new(scan.map(|r| r.map(|(hi, v, n)| (hi, Bytes::Owned(v, n)))))
         };
         Stream::Scan(it.peekable())
+    }
+
+    /// A key version's containers, folded, from block `from` on (down to
+    /// block 0 when `reverse`), as this `Txn` sees them: a scan of the
+    /// entries at or after `from` going up (a page holding earlier blocks
+    /// too is passed through its window); going down, the page that holds
+    /// `from` under a later key (one seek) and then the entries below.
+    pub(super) fn bm_scan(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        (from, reverse): (u16, bool),
+    ) -> Folded<RawEntries<'_>> {
+        if !reverse {
+            // Past block `from - 1`'s last possible delta.
+            let after = from
+                .checked_sub(1)
+                .map(|b| delta::delta_sub(b, u16::MAX).to_vec());
+            let scan = self.data_iter(db, key, version, after.as_deref(), false);
+            return Folded::within(Box::new(scan), false, (from, u16::MAX));
+        }
+        let Some(next) = from.checked_add(1) else {
+            let scan = self.data_iter(db, key, version, None, true);
+            return Folded::new(Box::new(scan), true);
+        };
+        let past = delta::delta_sub(from, u16::MAX);
+        let holder = match self.data_first(db, key, version, Bound::Excluded(&past), false) {
+            Ok(Some((sub, v))) if sub.len() == 2 && page::is_page(&v) => Some(Ok((sub, v))),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        };
+        let below = self.data_iter(db, key, version, Some(&next.to_be_bytes()), true);
+        Folded::within(Box::new(holder.into_iter().chain(below)), true, (0, from))
     }
 
     /// [`Txn::bm_stream`] for a single-key reader (TR.RANGE, TR.RANK, ...):

@@ -350,22 +350,32 @@ enum TxnStep {
 
 /// Offsets in two blocks, low bits below 6,000: repeats are common
 /// and the base's containers are big enough for deltas.
-fn txn_offset() -> impl proptest::strategy::Strategy<Value = u32> {
+fn txn_offset() -> impl proptest::strategy::Strategy<Value = u32> + Clone {
     use proptest::prelude::*;
     (0u32..2, 0u32..6000).prop_map(|(b, lo)| (b << 16) | lo)
 }
 
-fn txn_step() -> impl proptest::strategy::Strategy<Value = TxnStep> {
+/// Offsets over 48 blocks, a few low bits each: small containers that
+/// share pages (`page`), which the edits split, join and empty.
+fn sparse_offset() -> impl proptest::strategy::Strategy<Value = u32> + Clone {
+    use proptest::prelude::*;
+    (0u32..48, 0u32..40).prop_map(|(b, lo)| (b << 16) | (lo * 7))
+}
+
+fn txn_step<S>(offset: S, blocks: u32) -> impl proptest::strategy::Strategy<Value = TxnStep>
+where
+    S: proptest::strategy::Strategy<Value = u32> + Clone + 'static,
+{
     use proptest::prelude::*;
     prop_oneof![
-        8 => (txn_offset(), any::<bool>()).prop_map(|(v, on)| TxnStep::SetBit(v, on)),
-        1 => (proptest::collection::vec(txn_offset(), 1..20), any::<bool>())
+        8 => (offset.clone(), any::<bool>()).prop_map(|(v, on)| TxnStep::SetBit(v, on)),
+        1 => (proptest::collection::vec(offset.clone(), 1..20), any::<bool>())
             .prop_map(|(v, on)| TxnStep::Bits(v, on)),
-        1 => (txn_offset(), any::<u16>(), any::<bool>())
+        1 => (offset.clone(), any::<u16>(), any::<bool>())
             .prop_map(|(v, n, flip)| TxnStep::Range(v, n % 3000, flip)),
         1 => Just(TxnStep::Optimize),
-        4 => txn_offset().prop_map(TxnStep::GetBit),
-        1 => (0u32..2).prop_map(TxnStep::ClearBlock),
+        4 => offset.prop_map(TxnStep::GetBit),
+        1 => (0u32..blocks).prop_map(TxnStep::ClearBlock),
         1 => Just(TxnStep::Commit),
     ]
 }
@@ -379,19 +389,49 @@ proptest::proptest! {
     /// the container cache default, tiny and off.
     #[test]
     fn one_txn_of_edits_matches_a_model(
-        steps in proptest::collection::vec(txn_step(), 1..250),
+        steps in proptest::collection::vec(txn_step(txn_offset(), 2), 1..250),
         budget in proptest::sample::select(vec![
             container_cache::DEFAULT_BYTES, 16 * 1024, 0,
         ]),
     ) {
-        let st = store();
-        st.set_container_cache_bytes(budget);
         let base: Vec<u32> = (0..2u32)
             .flat_map(|b| (0..1500u32).map(move |i| (b << 16) | (i * 4)))
             .collect();
+        txn_model(steps, budget, &base)?;
+    }
+
+    /// As [`one_txn_of_edits_matches_a_model`] over a sparse key of
+    /// small containers in pages.
+    #[test]
+    fn one_txn_of_sparse_edits_matches_a_model(
+        steps in proptest::collection::vec(txn_step(sparse_offset(), 48), 1..250),
+        budget in proptest::sample::select(vec![
+            container_cache::DEFAULT_BYTES, 16 * 1024, 0,
+        ]),
+        every in 1u32..5,
+    ) {
+        let base: Vec<u32> = (0..48u32)
+            .filter(|b| b % every == 0)
+            .flat_map(|b| [(b << 16) | 3, (b << 16) | 70])
+            .collect();
+        txn_model(steps, budget, &base)?;
+    }
+}
+
+/// Runs `steps` in transactions on key `k`, first set to `base`, with a
+/// container cache of `budget` bytes, checking every reply and the whole
+/// key against a model.
+fn txn_model(
+    steps: Vec<TxnStep>,
+    budget: u64,
+    base: &[u32],
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    {
+        let st = store();
+        st.set_container_cache_bytes(budget);
         let mut model: BTreeSet<u32> = base.iter().copied().collect();
         let mut t = st.begin(&[]);
-        t.tr_setbits(0, b"k", &base).unwrap();
+        t.tr_setbits(0, b"k", base).unwrap();
         t.commit().unwrap();
         let mut t = st.begin(&[(0, b"k")]);
         for step in steps {
@@ -458,6 +498,7 @@ proptest::proptest! {
         let mut t = st.begin(&[]);
         check(&mut t, b"k", &model);
     }
+    Ok(())
 }
 
 /// TR.BITOP over an existing destination: in place (same version)
@@ -701,6 +742,8 @@ fn corrupt_container_bytes_are_an_error_not_a_panic() {
     let st = store();
     let mut t = st.begin(&[]);
     t.tr_setbits(0, b"c", &[1, 2, 70_000]).unwrap();
+    t.commit().unwrap();
+    let mut t = st.begin(&[]);
     let version = t.meta(0, b"c").unwrap().unwrap().version;
     t.data_put(
         0,

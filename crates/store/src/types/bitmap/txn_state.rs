@@ -23,8 +23,6 @@ use super::container_cache::{Pending, Prepared};
 pub(super) enum WrittenBlock {
     /// Deleted, with its deltas.
     Gone,
-    /// The container entry in the overlay, with no deltas.
-    Entry,
     /// The container with its deltas applied, padded with their count
     /// ([`padded`](super::container_cache::padded)), as the container
     /// cache holds it; with the index of the delta record that gave it to

@@ -19,6 +19,7 @@ use crate::txn::Txn;
 use super::bytes::{cached_facts, split, view, Bytes, ContainerBytes};
 use super::container_cache::{deltas_of, facts_of, padded, padded_by, padded_with, set_facts, PAD};
 use super::delta;
+use super::page;
 use super::setops::KeptBlocks;
 use super::summary::{census, census_bitset_flip, summary_of, summary_point, summary_push};
 use super::txn_state::WrittenBlock;
@@ -33,7 +34,8 @@ impl Txn {
     /// to the operation log (synced by the commit under `always`); nothing
     /// is written to the `Kv`. Returns the bit's previous value, or
     /// `None` when the edit is not the tier's to take: a missing key, one
-    /// with an expiry, an absent block or one the edit empties, a clear
+    /// with an expiry, an absent block, one the edit empties or one small
+    /// enough to share a page (`page`), a clear
     /// of the minimum or maximum (which needs a scan), or a full budget.
     ///
     /// # Errors
@@ -57,6 +59,10 @@ impl Txn {
             return Ok(None);
         };
         let n = old_bytes.deltas();
+        if n == 0 && old_bytes.len() < page::STANDALONE_BYTES {
+            // Possibly in a page: its write-back would rewrite the page.
+            return Ok(None);
+        }
         let old_facts = cached_facts(&old_bytes);
         let old_view = view(&old_bytes)?;
         let old = old_view.as_ref();
@@ -226,24 +232,41 @@ impl Txn {
         let key = key.to_vec();
         let version = d.meta.version;
         let mut s = summary_of(&d.meta);
+        // A whole key (a TR.BITOP result) is a fresh version: packed
+        // (`page`). Otherwise the dirty blocks are singles (the tier takes
+        // no container of a page), written back as such.
+        let mut packer = d.whole.then(page::Packer::default);
+        let mut entries = Vec::new();
         for (hi, bytes, stored_deltas) in d.blocks.iter() {
-            self.data_put(db, &key, version, &hi.to_be_bytes(), bytes[PAD..].to_vec());
+            match packer.as_mut() {
+                Some(p) => p.push(hi, &bytes[PAD..], &mut entries),
+                None => entries.push((hi, bytes[PAD..].to_vec())),
+            }
             for seq in 0..stored_deltas {
                 self.data_delete(db, &key, version, &delta::delta_sub(hi, seq));
             }
             s.deltas = s.deltas.saturating_sub(u64::from(stored_deltas));
-            if self.inner.ccache.enabled() {
-                // The block's bytes and facts as the tier holds them, for
-                // a cached copy of the block (no delta entries now).
-                let bytes = if deltas_of(bytes) == 0 {
-                    Arc::clone(bytes)
-                } else {
-                    padded_with(&bytes[PAD..], 0, facts_of(bytes))
-                };
+            // The block's bytes and facts as the tier holds them (no delta
+            // entries now).
+            let bytes = if deltas_of(bytes) == 0 {
+                Arc::clone(bytes)
+            } else {
+                padded_with(&bytes[PAD..], 0, facts_of(bytes))
+            };
+            if self.inner.ccache.enabled() && packer.is_none() {
                 let dk = keys::data_key(db, &key, version, &hi.to_be_bytes());
-                self.bm.cc_pending.record_update((version, hi, dk), bytes);
+                self.bm
+                    .cc_pending
+                    .record_update((version, hi, dk), Arc::clone(&bytes));
             }
-            self.bm.written_set((db, version, hi), WrittenBlock::Entry);
+            self.bm
+                .written_set((db, version, hi), WrittenBlock::Folded(bytes, None));
+        }
+        if let Some(mut p) = packer {
+            p.finish(&mut entries);
+        }
+        for (k, v) in entries {
+            self.data_put(db, &key, version, &k.to_be_bytes(), v);
         }
         let meta = KeyMeta {
             summary: Summary::Bitmap(s),
@@ -378,9 +401,7 @@ impl Txn {
             summary_push(&mut s, hi, v.as_ref());
         }
         let version = self.new_data_version()?;
-        for (hi, b) in list {
-            self.data_put_fresh(db, key, version, &hi.to_be_bytes(), b.to_vec())?;
-        }
+        self.bm_put_packed(db, key, version, list.iter().map(|&(hi, b)| (hi, b)))?;
         self.put_new_bitmap_meta(db, key, version, s)?;
         Ok(Some(version))
     }

@@ -1,0 +1,480 @@
+//! Packed pages: the containers of a key version grouped into few `data`
+//! entries, so that a sparse bitmap is a handful of entries rather than
+//! one per container (a key of 100 random bits over [0, 10^7) is one entry
+//! of about 800 bytes instead of 100 entries of 6 bytes under 30-byte keys).
+//!
+//! An entry under a key version's data prefix with a 2-byte subkey `k`
+//! holds either
+//! - one container of block `k`, as the container format has it (a *single*;
+//!   the only layout before pages, so older data directories read as is), or
+//! - a *page*: two or more containers, each under [`STANDALONE_BYTES`], of
+//!   ascending blocks whose last is `k`:
+//!
+//! ```text
+//! byte 0      PAGE_TAG (0x20: format 2 in the high nibble, which a container
+//!             parser of format 1 refuses as an unsupported version)
+//! byte 1      0
+//! bytes 2..4  n, the number of containers, u16 LE (2..=MAX_CONTAINERS)
+//! then        n blocks, u16 LE, strictly ascending, the last equal to k
+//! then        the n containers, concatenated, each in the container format
+//!             (its length follows from its header)
+//! ```
+//!
+//! Writers keep these invariants, and readers check them (a violation is
+//! `Corrupt`, never a panic): the entries of a key version cover disjoint
+//! block intervals in key order (an entry's blocks all lie above the
+//! previous entry's key), so the container of block `b` is in the first
+//! entry whose key is at or after `b`, or nowhere; a container of
+//! [`STANDALONE_BYTES`] or more is a single (and only a single may carry
+//! delta entries, see [`super::delta`]); a page's bytes stay under
+//! [`PAGE_BYTES`] unless one container alone passes it.
+
+use std::collections::VecDeque;
+
+use crate::error::{Result, StoreError};
+
+use super::delta::DELTA_MIN_BYTES;
+
+/// First byte of a page (a container's first byte is `0x10..=0x12`).
+pub(super) const PAGE_TAG: u8 = 0x20;
+
+/// Bytes before a page's block list.
+const HEADER: usize = 4;
+
+/// Containers from this size on are stored as singles (and may take delta
+/// entries); smaller ones share pages.
+pub const STANDALONE_BYTES: usize = DELTA_MIN_BYTES;
+
+/// A page is closed once adding the next container would pass this many
+/// bytes (header, blocks and containers).
+pub const PAGE_BYTES: usize = 2048;
+
+/// Most containers one page holds.
+pub const MAX_CONTAINERS: usize = 255;
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("bitmap page: {what}"))
+}
+
+/// True when an entry's value is a page (not a single container).
+#[must_use]
+pub(super) fn is_page(value: &[u8]) -> bool {
+    value.first() == Some(&PAGE_TAG)
+}
+
+/// Length of the container at the start of `b`, read from its header
+/// (array `4 + 2n`, bitset `4 + 8192`, run `4 + 2 + 4r`); `None` when the
+/// header is not a container's or the bytes are too short. The container
+/// itself is checked by its reader ([`super::bytes::view`]).
+fn container_len(b: &[u8]) -> Option<usize> {
+    let (&tag, rest) = b.split_first()?;
+    let card = u32::from_le_bytes([*rest.first()?, *rest.get(1)?, *rest.get(2)?, 0]) as usize;
+    let len = match (tag >> 4, tag & 0xF) {
+        (1, 0) => 4 + 2 * card,
+        (1, 1) => 4 + 8192,
+        (1, 2) => 4 + 2 + 4 * usize::from(u16::from_le_bytes([*b.get(4)?, *b.get(5)?])),
+        _ => return None,
+    };
+    (len <= b.len()).then_some(len)
+}
+
+/// The containers of an entry (key block `key`, value `value`) as
+/// `(block, container bytes)`, ascending: the single itself, or a page's
+/// containers.
+///
+/// # Errors
+/// `Corrupt` when a page breaks its layout (see the module docs).
+pub(super) fn containers(key: u16, value: &[u8]) -> Result<Vec<(u16, &[u8])>> {
+    if !is_page(value) {
+        return Ok(vec![(key, value)]);
+    }
+    if value.len() < HEADER || value[1] != 0 {
+        return Err(corrupt("bad header"));
+    }
+    let n = usize::from(u16::from_le_bytes([value[2], value[3]]));
+    if !(2..=MAX_CONTAINERS).contains(&n) || value.len() < HEADER + 2 * n {
+        return Err(corrupt("bad container count"));
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut at = HEADER + 2 * n;
+    for i in 0..n {
+        let block = u16::from_le_bytes([value[HEADER + 2 * i], value[HEADER + 2 * i + 1]]);
+        if out.last().is_some_and(|&(b, _)| b >= block) {
+            return Err(corrupt("blocks not ascending"));
+        }
+        let len = container_len(&value[at..]).ok_or_else(|| corrupt("bad container"))?;
+        if len >= STANDALONE_BYTES {
+            return Err(corrupt("a container too big for a page"));
+        }
+        out.push((block, &value[at..at + len]));
+        at += len;
+    }
+    if at != value.len() {
+        return Err(corrupt("trailing bytes"));
+    }
+    if out.last().map(|&(b, _)| b) != Some(key) {
+        return Err(corrupt("last block differs from the entry's key"));
+    }
+    Ok(out)
+}
+
+/// The container of block `hi` in an entry (key block `key`), if it holds
+/// one.
+///
+/// # Errors
+/// As [`containers`].
+pub(super) fn find(key: u16, value: &[u8], hi: u16) -> Result<Option<&[u8]>> {
+    if !is_page(value) {
+        return Ok((key == hi).then_some(value));
+    }
+    let all = containers(key, value)?;
+    Ok(all
+        .binary_search_by_key(&hi, |&(b, _)| b)
+        .ok()
+        .map(|i| all[i].1))
+}
+
+/// Encodes ascending containers as one entry value: a single for one, a
+/// page for more (the caller keeps them within a page's limits).
+fn encode<B: AsRef<[u8]>>(group: &[(u16, B)]) -> Vec<u8> {
+    if let [(_, c)] = group {
+        return c.as_ref().to_vec();
+    }
+    let bytes: usize = group.iter().map(|(_, c)| c.as_ref().len()).sum();
+    let mut v = Vec::with_capacity(HEADER + 2 * group.len() + bytes);
+    v.extend_from_slice(&[PAGE_TAG, 0]);
+    v.extend_from_slice(&(group.len() as u16).to_le_bytes());
+    for (b, _) in group {
+        v.extend_from_slice(&b.to_le_bytes());
+    }
+    for (_, c) in group {
+        v.extend_from_slice(c.as_ref());
+    }
+    v
+}
+
+/// Groups ascending, non-empty containers into entries `(key block,
+/// value)`, in key order: a container of [`STANDALONE_BYTES`] or more
+/// alone, consecutive smaller ones into pages of at most [`PAGE_BYTES`]
+/// and [`MAX_CONTAINERS`].
+#[must_use]
+pub(super) fn pack<B: AsRef<[u8]>>(all: &[(u16, B)]) -> Vec<(u16, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut p = Packer::default();
+    for (b, c) in all {
+        p.push(*b, c.as_ref(), &mut out);
+    }
+    p.finish(&mut out);
+    out
+}
+
+/// [`pack`] as containers come: holds one open page (at most
+/// [`PAGE_BYTES`]), so a key of any size is packed in bounded memory.
+#[derive(Default)]
+pub(super) struct Packer {
+    open: Vec<(u16, Vec<u8>)>,
+    bytes: usize,
+}
+
+impl Packer {
+    /// Takes the next container (ascending block, not empty); appends the
+    /// entries it closes to `out`.
+    pub(super) fn push(&mut self, block: u16, c: &[u8], out: &mut Vec<(u16, Vec<u8>)>) {
+        if c.len() >= STANDALONE_BYTES {
+            self.finish(out);
+            out.push((block, c.to_vec()));
+            return;
+        }
+        if !self.open.is_empty()
+            && (HEADER + self.bytes + 2 + c.len() > PAGE_BYTES || self.open.len() == MAX_CONTAINERS)
+        {
+            self.finish(out);
+        }
+        self.bytes += 2 + c.len();
+        self.open.push((block, c.to_vec()));
+    }
+
+    /// Closes the open page, if any, into `out`.
+    pub(super) fn finish(&mut self, out: &mut Vec<(u16, Vec<u8>)>) {
+        if let Some(&(last, _)) = self.open.last() {
+            out.push((last, encode(&self.open)));
+        }
+        self.open.clear();
+        self.bytes = 0;
+    }
+}
+
+/// Raw `(subkey, value)` entries of a key version with every page
+/// expanded into its containers (one `(block, container)` entry each), in
+/// the order of the scan (descending when `reverse`), limited to blocks
+/// in `lo..=hi`: entries below the window are skipped, and the scan ends
+/// at the first entry past it. Singles and delta entries pass through
+/// unchanged. A container out of order (a page overlapping its neighbour)
+/// is `Corrupt`.
+pub struct Unpacked<I> {
+    inner: I,
+    reverse: bool,
+    lo: u16,
+    hi: u16,
+    ready: VecDeque<(Vec<u8>, Vec<u8>)>,
+    last: Option<u16>,
+    done: bool,
+}
+
+impl<I> Unpacked<I>
+where
+    I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>,
+{
+    /// Expands `inner` (ascending, or descending when `reverse`) within
+    /// blocks `lo..=hi`.
+    pub fn new(inner: I, reverse: bool, (lo, hi): (u16, u16)) -> Self {
+        Unpacked {
+            inner,
+            reverse,
+            lo,
+            hi,
+            ready: VecDeque::new(),
+            last: None,
+            done: false,
+        }
+    }
+
+    /// Where block `b` falls: `Less` below the window in scan order
+    /// (skipped), `Greater` past it (the scan ends), `Equal` within.
+    fn place(&self, b: u16) -> std::cmp::Ordering {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        match (self.reverse, b < self.lo, b > self.hi) {
+            (false, true, _) | (true, _, true) => Less,
+            (false, _, true) | (true, true, _) => Greater,
+            _ => Equal,
+        }
+    }
+
+    /// Queues container `(block, bytes)` when within the window; checks
+    /// the scan order. Returns false once past the window.
+    fn push(&mut self, block: u16, sub: Vec<u8>, value: Vec<u8>) -> Result<bool> {
+        if let Some(l) = self.last {
+            if (block <= l && !self.reverse) || (block >= l && self.reverse) {
+                return Err(corrupt("entries overlap"));
+            }
+        }
+        self.last = Some(block);
+        match self.place(block) {
+            std::cmp::Ordering::Less => Ok(true),
+            std::cmp::Ordering::Greater => Ok(false),
+            std::cmp::Ordering::Equal => {
+                self.ready.push_back((sub, value));
+                Ok(true)
+            }
+        }
+    }
+
+    fn fill(&mut self) -> Result<()> {
+        while self.ready.is_empty() && !self.done {
+            let Some(e) = self.inner.next() else {
+                self.done = true;
+                break;
+            };
+            let (sub, value) = e?;
+            let Some(block) = sub.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
+                return Err(corrupt("a bitmap data entry with a short subkey"));
+            };
+            if sub.len() != 2 {
+                // A delta entry: it goes with its single, which the window
+                // took or skipped.
+                match self.place(block) {
+                    std::cmp::Ordering::Less => {}
+                    std::cmp::Ordering::Greater => self.done = true,
+                    std::cmp::Ordering::Equal => self.ready.push_back((sub, value)),
+                }
+                continue;
+            }
+            if !is_page(&value) {
+                if !self.push(block, sub, value)? {
+                    self.done = true;
+                }
+                continue;
+            }
+            let all = containers(block, &value)?;
+            let order: Box<dyn Iterator<Item = &(u16, &[u8])>> = if self.reverse {
+                Box::new(all.iter().rev())
+            } else {
+                Box::new(all.iter())
+            };
+            let mut past = false;
+            for &(b, c) in order {
+                if !self.push(b, b.to_be_bytes().to_vec(), c.to_vec())? {
+                    past = true;
+                    break;
+                }
+            }
+            if past {
+                self.done = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<I> Iterator for Unpacked<I>
+where
+    I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>,
+{
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Err(e) = self.fill() {
+            self.done = true;
+            self.ready.clear();
+            return Some(Err(e));
+        }
+        self.ready.pop_front().map(Ok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use roaringd_bitmap::ContainerBuf;
+
+    fn container(vals: impl IntoIterator<Item = u16>) -> Vec<u8> {
+        let mut c = ContainerBuf::default();
+        for v in vals {
+            c.insert(v);
+        }
+        c.as_bytes().to_vec()
+    }
+
+    fn entries(all: &[(u16, Vec<u8>)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        pack(all)
+            .into_iter()
+            .map(|(k, v)| (k.to_be_bytes().to_vec(), v))
+            .collect()
+    }
+
+    fn unpack(
+        e: &[(Vec<u8>, Vec<u8>)],
+        reverse: bool,
+        w: (u16, u16),
+    ) -> Result<Vec<(u16, Vec<u8>)>> {
+        let it: Box<dyn Iterator<Item = _>> = if reverse {
+            Box::new(e.iter().rev().cloned().map(Ok))
+        } else {
+            Box::new(e.iter().cloned().map(Ok))
+        };
+        Unpacked::new(it, reverse, w)
+            .map(|r| r.map(|(s, v)| (u16::from_be_bytes([s[0], s[1]]), v)))
+            .collect()
+    }
+
+    #[test]
+    fn a_sparse_key_is_one_entry() {
+        let all: Vec<(u16, Vec<u8>)> = (0..100u16).map(|i| (i * 3, container([i]))).collect();
+        let e = entries(&all);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].0, (99u16 * 3).to_be_bytes().to_vec());
+        // 4 header bytes, then 2 + 6 per container.
+        assert_eq!(e[0].1.len(), 4 + 100 * 8);
+        assert_eq!(unpack(&e, false, (0, u16::MAX)).unwrap(), all);
+    }
+
+    #[test]
+    fn big_containers_stand_alone_and_pages_stay_bounded() {
+        let big = container(0..400);
+        let all: Vec<(u16, Vec<u8>)> = (0..600u16)
+            .map(|i| {
+                (
+                    i,
+                    if i % 100 == 50 {
+                        big.clone()
+                    } else {
+                        container([i])
+                    },
+                )
+            })
+            .collect();
+        let e = entries(&all);
+        for (k, v) in &e {
+            let k = u16::from_be_bytes([k[0], k[1]]);
+            if is_page(v) {
+                assert!(v.len() <= PAGE_BYTES);
+                assert!(containers(k, v).unwrap().len() <= MAX_CONTAINERS);
+            } else {
+                assert!(v.len() >= STANDALONE_BYTES || k % 100 != 50);
+            }
+        }
+        assert_eq!(unpack(&e, false, (0, u16::MAX)).unwrap(), all);
+        let mut rev = all.clone();
+        rev.reverse();
+        assert_eq!(unpack(&e, true, (0, u16::MAX)).unwrap(), rev);
+    }
+
+    #[test]
+    fn hostile_pages_are_corrupt() {
+        let good = encode(&[(1u16, container([1])), (2, container([2]))]);
+        for bad in [
+            vec![PAGE_TAG],
+            vec![PAGE_TAG, 1, 2, 0],
+            vec![PAGE_TAG, 0, 1, 0, 2, 0],
+            good[..good.len() - 1].to_vec(),
+            [&good[..], &[0]].concat(),
+        ] {
+            assert!(containers(2, &bad).is_err(), "{bad:?}");
+        }
+        assert!(
+            containers(3, &good).is_err(),
+            "last block differs from the key"
+        );
+        let overlapping = vec![
+            (2u16.to_be_bytes().to_vec(), good.clone()),
+            (
+                5u16.to_be_bytes().to_vec(),
+                encode(&[(2u16, container([7])), (5, container([5]))]),
+            ),
+        ];
+        assert!(unpack(&overlapping, false, (0, u16::MAX)).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn windows_match_a_filter(
+            blocks in proptest::collection::btree_set(any::<u16>(), 0..700),
+            sizes in proptest::collection::vec(1usize..300, 700),
+            lo in any::<u16>(),
+            span in any::<u16>(),
+            reverse in any::<bool>(),
+        ) {
+            let all: Vec<(u16, Vec<u8>)> = blocks
+                .iter()
+                .zip(&sizes)
+                .map(|(&b, &n)| (b, container(0..n as u16)))
+                .collect();
+            let e = entries(&all);
+            let hi = lo.saturating_add(span);
+            let mut want: Vec<(u16, Vec<u8>)> = all
+                .iter()
+                .filter(|(b, _)| (lo..=hi).contains(b))
+                .cloned()
+                .collect();
+            if reverse {
+                want.reverse();
+            }
+            prop_assert_eq!(unpack(&e, reverse, (lo, hi)).unwrap(), want);
+            for (b, c) in &all {
+                let at = e.iter().find(|(k, _)| u16::from_be_bytes([k[0], k[1]]) >= *b).unwrap();
+                let k = u16::from_be_bytes([at.0[0], at.0[1]]);
+                prop_assert_eq!(find(k, &at.1, *b).unwrap(), Some(&c[..]));
+            }
+        }
+
+        #[test]
+        fn hostile_bytes_never_panic(key in any::<u16>(), mut v in proptest::collection::vec(any::<u8>(), 0..64)) {
+            if let Some(b) = v.first_mut() {
+                *b = PAGE_TAG;
+            }
+            let _ = containers(key, &v);
+            let _ = find(key, &v, key);
+        }
+    }
+}
