@@ -226,6 +226,17 @@ pub struct Store {
     pub(crate) inner: Arc<Inner>,
 }
 
+/// The store format this build writes: 2 = bitmaps in packed pages
+/// (`types::bitmap::page`; 1, unrecorded, was one entry per container,
+/// which format 2 reads as is). A directory of a higher format is refused
+/// at open.
+pub const STORE_FORMAT: u64 = 2;
+
+/// `meta` key of the store format record.
+fn format_key() -> Vec<u8> {
+    keys::meta_key(INTERNAL_DB, b"format")
+}
+
 fn epoch_key() -> Vec<u8> {
     keys::meta_key(INTERNAL_DB, b"epoch")
 }
@@ -323,12 +334,26 @@ impl Store {
             None => None,
         };
         let databases = config.databases.clamp(1, INTERNAL_DB);
+        if let Some(b) = kv.get(Space::Meta, &format_key())? {
+            let found = decode_u64(&b)?;
+            if found > STORE_FORMAT {
+                return Err(StoreError::Io(format!(
+                    "the data directory is of store format {found}, newer than this build's \
+                     {STORE_FORMAT}: open it with the build that wrote it"
+                )));
+            }
+        }
         let epoch = match kv.get(Space::Meta, &epoch_key())? {
             Some(b) => decode_u64(&b)? + 1,
             None => 1,
         };
         let mut batch = WriteBatch::new();
         batch.put(Space::Meta, epoch_key(), epoch.to_be_bytes().to_vec());
+        batch.put(
+            Space::Meta,
+            format_key(),
+            STORE_FORMAT.to_be_bytes().to_vec(),
+        );
         kv.write(batch, Durability::Sync)?;
         {
             let mut v = versions.lock();
@@ -918,4 +943,38 @@ fn spawn_persister(weak: Weak<Inner>) {
                 let _ = store.checkpoint();
             }
         });
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    fn open(dir: &std::path::Path) -> Result<Store> {
+        Store::open(StoreConfig {
+            dir: Some(dir.to_path_buf()),
+            ..StoreConfig::default()
+        })
+    }
+
+    /// The store format is recorded at open; a directory of a newer
+    /// format is refused with the reason, and nothing is read from it.
+    #[test]
+    fn a_newer_store_format_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path()).unwrap();
+        assert_eq!(
+            st.inner.kv.get(Space::Meta, &format_key()).unwrap(),
+            Some(STORE_FORMAT.to_be_bytes().to_vec())
+        );
+        let mut batch = WriteBatch::new();
+        batch.put(
+            Space::Meta,
+            format_key(),
+            (STORE_FORMAT + 1).to_be_bytes().to_vec(),
+        );
+        st.inner.kv.write(batch, Durability::Sync).unwrap();
+        drop(st);
+        let err = open(dir.path()).err().expect("refused");
+        assert!(err.to_string().contains("newer than this build"), "{err}");
+    }
 }

@@ -52,6 +52,14 @@ const DEBUG: &[CommandSpec] = &[
             "1.0.0",
             "server",
         ),
+    CommandSpec::new("compact", 2, debug_compact)
+        .flags(FLAGS)
+        .acl(ACL)
+        .doc(
+            "Flushes the memtables and compacts the LSM store fully.",
+            "1.0.0",
+            "server",
+        ),
     CommandSpec::new("help", 2, debug_help)
         .flags(&[Flag::Loading, Flag::Stale])
         .doc(
@@ -111,6 +119,17 @@ fn debug_panic_after_write(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Rep
     panic!("DEBUG PANIC-AFTER-WRITE");
 }
 
+/// `DEBUG COMPACT`: flushes and compacts the LSM store (blocking this
+/// connection's worker, off its I/O threads), so that INFO storage then
+/// shows the table bytes of the live data only.
+fn debug_compact(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
+    allowed(ctx)?;
+    args.finish()?;
+    let store = &ctx.server.store;
+    crate::dispatch::run_blocking(|| store.compact())?;
+    Ok(Reply::Ok)
+}
+
 fn debug_help(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandError> {
     args.finish()?;
     Ok(help(
@@ -122,6 +141,8 @@ fn debug_help(_ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandE
             "    Panic inside the command (roaringd fails the command only).",
             "PANIC-AFTER-WRITE <key>",
             "    Write <key> in the command's transaction, then panic.",
+            "COMPACT",
+            "    Flush the memtables and compact the LSM store fully.",
         ],
     ))
 }

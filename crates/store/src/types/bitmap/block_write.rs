@@ -174,8 +174,9 @@ impl Txn {
     }
 
     /// Stores container `hi` of a key version as `new` (`None`: deletes
-    /// it) in the packed layout ([`super::page`]): the entry holding the
-    /// block is edited and packed again; a small container the key lacks
+    /// it) in the packed layout ([`super::page`]): the entry whose interval
+    /// takes the block (holding it, or a page around it) is edited and
+    /// packed again; another small container the key lacks
     /// joins the first entry after it (or the last entry, when it goes past
     /// every block) where that entry is a page or a small single, else it
     /// is a single of its own. `others_have_deltas`: another block of the
@@ -209,7 +210,11 @@ impl Txn {
         match self.data_first(db, key, version, Bound::Included(&hi.to_be_bytes()), false)? {
             Some((sub, v)) => {
                 let k = entry_key(&sub)?;
-                if page::find(k, &v, hi)?.is_some() || (small && joinable(&v)) {
+                // Within the entry's interval (holding the block or not),
+                // the block must go into it: the entry is split around a
+                // big container rather than overlapped.
+                let first = page::containers(k, &v)?.first().map_or(k, |&(b, _)| b);
+                if first <= hi || (small && joinable(&v)) {
                     base = Some((k, v));
                 }
             }

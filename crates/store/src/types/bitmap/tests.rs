@@ -376,6 +376,12 @@ where
         1 => Just(TxnStep::Optimize),
         4 => offset.prop_map(TxnStep::GetBit),
         1 => (0u32..blocks).prop_map(TxnStep::ClearBlock),
+        // 300 bits in one block at once: a container too big for a page,
+        // possibly inside a page's interval (which it then splits).
+        1 => (0u32..blocks, any::<u16>()).prop_map(|(b, x)| {
+            let bits = (0..300u32).map(|i| (b << 16) | ((u32::from(x) + i * 13) & 0xFFFF)).collect();
+            TxnStep::Bits(bits, true)
+        }),
         1 => Just(TxnStep::Commit),
     ]
 }
