@@ -58,7 +58,7 @@ NO_NUMBERS = set("""
 ping echo quit reset hello auth client client|id client|setname client|getname client|list client|info
 client|setinfo client|help info config config|get config|resetstat config|rewrite config|help dbsize time
 flushdb flushall slowlog slowlog|len slowlog|reset slowlog|help save bgsave lastsave shutdown debug
-debug|panic debug|panic-after-write debug|help command command|count command|info command|docs command|list
+debug|panic debug|panic-after-write debug|compact debug|help command command|count command|info command|docs command|list
 command|help multi exec discard watch unwatch del unlink exists touch type ttl pttl expiretime pexpiretime
 persist rename renamenx keys randomkey object object|encoding object|help object|refcount object|idletime
 memory memory|malloc-stats memory|help memory|purge get setnx getset getdel mget mset msetnx incr decr

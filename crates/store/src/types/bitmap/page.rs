@@ -88,13 +88,7 @@ pub(super) fn containers(key: u16, value: &[u8]) -> Result<Vec<(u16, &[u8])>> {
     if !is_page(value) {
         return Ok(vec![(key, value)]);
     }
-    if value.len() < HEADER || value[1] != 0 {
-        return Err(corrupt("bad header"));
-    }
-    let n = usize::from(u16::from_le_bytes([value[2], value[3]]));
-    if !(2..=MAX_CONTAINERS).contains(&n) || value.len() < HEADER + 2 * n {
-        return Err(corrupt("bad container count"));
-    }
+    let n = check_header(value)?;
     let mut out = Vec::with_capacity(n);
     let mut at = HEADER + 2 * n;
     for i in 0..n {
@@ -119,7 +113,8 @@ pub(super) fn containers(key: u16, value: &[u8]) -> Result<Vec<(u16, &[u8])>> {
 }
 
 /// The container of block `hi` in an entry (key block `key`), if it holds
-/// one.
+/// one: one pass over a page's block list and container headers (every
+/// check of [`containers`], nothing allocated).
 ///
 /// # Errors
 /// As [`containers`].
@@ -127,11 +122,44 @@ pub(super) fn find(key: u16, value: &[u8], hi: u16) -> Result<Option<&[u8]>> {
     if !is_page(value) {
         return Ok((key == hi).then_some(value));
     }
-    let all = containers(key, value)?;
-    Ok(all
-        .binary_search_by_key(&hi, |&(b, _)| b)
-        .ok()
-        .map(|i| all[i].1))
+    let n = check_header(value)?;
+    let mut at = HEADER + 2 * n;
+    let mut found = None;
+    let mut prev: Option<u16> = None;
+    for i in 0..n {
+        let block = u16::from_le_bytes([value[HEADER + 2 * i], value[HEADER + 2 * i + 1]]);
+        if prev.is_some_and(|p| p >= block) {
+            return Err(corrupt("blocks not ascending"));
+        }
+        prev = Some(block);
+        let len = container_len(&value[at..]).ok_or_else(|| corrupt("bad container"))?;
+        if len >= STANDALONE_BYTES {
+            return Err(corrupt("a container too big for a page"));
+        }
+        if block == hi {
+            found = Some(&value[at..at + len]);
+        }
+        at += len;
+    }
+    if at != value.len() {
+        return Err(corrupt("trailing bytes"));
+    }
+    if prev != Some(key) {
+        return Err(corrupt("last block differs from the entry's key"));
+    }
+    Ok(found)
+}
+
+/// A page's container count, once its header and block list fit.
+fn check_header(value: &[u8]) -> Result<usize> {
+    if value.len() < HEADER || value[1] != 0 {
+        return Err(corrupt("bad header"));
+    }
+    let n = usize::from(u16::from_le_bytes([value[2], value[3]]));
+    if !(2..=MAX_CONTAINERS).contains(&n) || value.len() < HEADER + 2 * n {
+        return Err(corrupt("bad container count"));
+    }
+    Ok(n)
 }
 
 /// Encodes ascending containers as one entry value: a single for one, a
@@ -169,17 +197,18 @@ pub(super) fn pack<B: AsRef<[u8]>>(all: &[(u16, B)]) -> Vec<(u16, Vec<u8>)> {
 }
 
 /// [`pack`] as containers come: holds one open page (at most
-/// [`PAGE_BYTES`]), so a key of any size is packed in bounded memory.
+/// [`PAGE_BYTES`] of borrowed containers), so a key of any size is packed
+/// in bounded memory.
 #[derive(Default)]
-pub(super) struct Packer {
-    open: Vec<(u16, Vec<u8>)>,
+pub(super) struct Packer<'a> {
+    open: Vec<(u16, &'a [u8])>,
     bytes: usize,
 }
 
-impl Packer {
+impl<'a> Packer<'a> {
     /// Takes the next container (ascending block, not empty); appends the
     /// entries it closes to `out`.
-    pub(super) fn push(&mut self, block: u16, c: &[u8], out: &mut Vec<(u16, Vec<u8>)>) {
+    pub(super) fn push(&mut self, block: u16, c: &'a [u8], out: &mut Vec<(u16, Vec<u8>)>) {
         if c.len() >= STANDALONE_BYTES {
             self.finish(out);
             out.push((block, c.to_vec()));
@@ -191,7 +220,7 @@ impl Packer {
             self.finish(out);
         }
         self.bytes += 2 + c.len();
-        self.open.push((block, c.to_vec()));
+        self.open.push((block, c));
     }
 
     /// Closes the open page, if any, into `out`.
