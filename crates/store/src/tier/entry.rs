@@ -2,8 +2,9 @@
 //! entries, in the stored bytes, and the shard that holds entries.
 
 use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
 use std::ops::Bound;
+
+use super::data_map::DataMap;
 
 /// Bytes counted per resident key besides its entries' bytes (the slot,
 /// the index entry, the map header).
@@ -41,7 +42,7 @@ pub(crate) struct Entry {
     /// Data entries by suffix: `Some` = present with that value, `None` =
     /// known absent. Within what `complete` covers, the map holds exactly
     /// the LSM store's entries (an entry it lacks is absent there).
-    pub(crate) data: BTreeMap<Box<[u8]>, Option<Box<[u8]>>>,
+    pub(crate) data: DataMap,
     /// See `data`.
     pub(crate) complete: Complete,
     /// A whole load of the key's data was tried and exceeded the load
@@ -104,24 +105,22 @@ impl Entry {
     /// are none: the map is ordered by version first); returns the change
     /// in counted bytes.
     pub(crate) fn keep_only_version(&mut self, v: u64) -> isize {
-        let first = self.data.keys().next().and_then(|k| suffix_version(k));
-        let last = self.data.keys().next_back().and_then(|k| suffix_version(k));
+        let first = self.data.iter().next().and_then(|(k, _)| suffix_version(k));
+        let last = self
+            .data
+            .iter()
+            .next_back()
+            .and_then(|(k, _)| suffix_version(k));
         if first.is_none_or(|f| f == v) && last.is_none_or(|l| l == v) {
             if self.complete == Complete::All {
                 self.complete = Complete::Version(v);
             }
             return 0;
         }
-        let lo: Box<[u8]> = Box::from(&v.to_be_bytes()[..]);
-        let mut keep = self.data.split_off(&lo);
-        let hi = v
-            .checked_add(1)
-            .map(|n| Box::<[u8]>::from(&n.to_be_bytes()[..]));
-        let mut dropped = std::mem::take(&mut self.data);
-        if let Some(hi) = hi {
-            dropped.append(&mut keep.split_off(&hi));
-        }
-        self.data = keep;
+        let hi = v.checked_add(1).map(u64::to_be_bytes);
+        let dropped = self
+            .data
+            .keep_within(&v.to_be_bytes(), hi.as_ref().map(|h| &h[..]));
         self.complete = match self.complete {
             Complete::All => Complete::Version(v),
             Complete::Version(u) if u == v => Complete::Version(v),
@@ -146,14 +145,14 @@ impl Entry {
     pub(crate) fn set_data(&mut self, suffix: &[u8], value: Option<&[u8]>) -> isize {
         let mut delta = 0isize;
         if value.is_none() && self.covers(suffix_version(suffix)) {
-            if let Some((k, v)) = self.data.remove_entry(suffix) {
-                delta -= Self::element_bytes(&k, v.as_deref()) as isize;
+            if let Some(v) = self.data.remove(suffix) {
+                delta -= Self::element_bytes(suffix, v.as_deref()) as isize;
             }
             return delta;
         }
         let new = value.map(Box::from);
         delta += Self::element_bytes(suffix, value) as isize;
-        if let Some(old) = self.data.insert(Box::from(suffix), new) {
+        if let Some(old) = self.data.insert(suffix, new) {
             delta -= Self::element_bytes(suffix, old.as_deref()) as isize;
         }
         delta
@@ -167,18 +166,16 @@ pub(crate) type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 /// ascending (or descending), as full `data` keys under `prefix`; the
 /// first `limit` of them.
 pub(crate) fn collect_range(
-    data: &BTreeMap<Box<[u8]>, Option<Box<[u8]>>>,
+    data: &DataMap,
     prefix: &[u8],
     start: Bound<&[u8]>,
     end: Bound<&[u8]>,
     reverse: bool,
     limit: usize,
 ) -> Entries {
-    let it = data.range::<[u8], _>((start, end));
-    #[allow(clippy::borrowed_box)] // the map's own item type
-    let pair = |(k, v): (&Box<[u8]>, &Option<Box<[u8]>>)| {
-        Some(([prefix, &k[..]].concat(), v.as_deref()?.to_vec()))
-    };
+    let it = data.range(start, end);
+    let pair =
+        |(k, v): (&[u8], &Option<Box<[u8]>>)| Some(([prefix, k].concat(), v.as_deref()?.to_vec()));
     if reverse {
         it.rev().filter_map(pair).take(limit).collect()
     } else {
@@ -298,7 +295,7 @@ mod tests {
         }
         let d = e.keep_only_version(5);
         assert_eq!(e.data.len(), 3);
-        assert!(e.data.keys().all(|k| suffix_version(k) == Some(5)));
+        assert!(e.data.iter().all(|(k, _)| suffix_version(k) == Some(5)));
         assert_eq!(d, -(total / 3 * 2));
         assert_eq!(e.complete, Complete::Version(5));
         assert!(e.covers(Some(5)) && !e.covers(Some(3)) && !e.covers(None));

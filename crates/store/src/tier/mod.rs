@@ -30,11 +30,13 @@
 //!   store, so a fill never installs a state older than a write that
 //!   finished before it.
 
+mod data_map;
 pub(crate) mod entry;
 
 use crate::error::Result;
 use crate::keys;
 use crate::kv::{prefix_end, Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WriteBatch};
+use data_map::DataMap;
 use entry::{suffix_version, Complete, Entry, Shard};
 use parking_lot::Mutex;
 use std::hash::{BuildHasher, Hasher};
@@ -458,10 +460,10 @@ impl TieredKv {
         tk: &[u8],
         prefix: &[u8],
         gen: u64,
-        answer: impl FnOnce(&std::collections::BTreeMap<Box<[u8]>, Option<Box<[u8]>>>) -> T,
+        answer: impl FnOnce(&DataMap) -> T,
     ) -> Result<Option<T>> {
         let limit = self.tier.load_limit();
-        let mut data = std::collections::BTreeMap::new();
+        let mut data = Vec::new();
         let mut bytes = 0usize;
         for item in self.inner.prefix(Space::Data, prefix, false) {
             let (k, v) = item?;
@@ -474,8 +476,9 @@ impl TieredKv {
                 });
                 return Ok(None);
             }
-            data.insert(Box::from(suffix), Some(v.into_boxed_slice()));
+            data.push((Box::from(suffix), Some(v.into_boxed_slice())));
         }
+        let data = DataMap::from_sorted(data);
         let out = answer(&data);
         self.tier.fill(tk, gen, |e| {
             let old: usize = e

@@ -109,7 +109,7 @@ impl Txn {
         };
         let k = u16::from_be_bytes([a, b]);
         if page::is_page(&v) {
-            return Ok(page::find(k, &v, hi)?.map(|c| (c.to_vec(), 0)));
+            return Ok(page::find(k, &v, hi)?.map(|c| (c, 0)));
         }
         if k != hi {
             return Ok(None);

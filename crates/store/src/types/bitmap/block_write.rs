@@ -206,47 +206,48 @@ impl Txn {
                 "bitmap delta entry without its container",
             )),
         };
-        let mut base: Option<(u16, Vec<u8>)> = None;
+        // The entry taking the block: its key and containers.
+        let mut base: Option<(u16, page::Containers)> = None;
         match self.data_first(db, key, version, Bound::Included(&hi.to_be_bytes()), false)? {
             Some((sub, v)) => {
                 let k = entry_key(&sub)?;
+                let members = page::containers(k, &v)?;
                 // Within the entry's interval (holding the block or not),
                 // the block must go into it: the entry is split around a
                 // big container rather than overlapped.
-                let first = page::containers(k, &v)?.first().map_or(k, |&(b, _)| b);
+                let first = members.first().map_or(k, |&(b, _)| b);
                 if first <= hi || (small && joinable(&v)) {
-                    base = Some((k, v));
+                    base = Some((k, members));
                 }
             }
             None if small => {
                 if let Some((sub, v)) = self.data_first(db, key, version, Bound::Unbounded, true)? {
                     if sub.len() == 2 && joinable(&v) {
-                        base = Some((entry_key(&sub)?, v));
+                        let k = entry_key(&sub)?;
+                        base = Some((k, page::containers(k, &v)?));
                     }
                 }
             }
             None => {}
         }
-        let mut list: Vec<(u16, &[u8])> = match &base {
-            Some((k, v)) => page::containers(*k, v)?
-                .into_iter()
-                .filter(|&(b, _)| b != hi)
-                .collect(),
-            None => Vec::new(),
+        let (old_key, mut list) = match base {
+            Some((k, members)) => (Some(k), members),
+            None => (None, Vec::new()),
         };
+        list.retain(|&(b, _)| b != hi);
         if let Some(c) = new {
             let at = list.partition_point(|&(b, _)| b < hi);
-            list.insert(at, (hi, c));
+            list.insert(at, (hi, c.to_vec()));
         }
         let packed = page::pack(&list);
         let holder = packed
             .iter()
             .map(|&(k, _)| k)
             .find(|&k| k >= hi)
-            .or(base.as_ref().map(|&(k, _)| k))
+            .or(old_key)
             .unwrap_or(hi);
-        if let Some((old_key, _)) = &base {
-            if !packed.iter().any(|(k, _)| k == old_key) {
+        if let Some(old_key) = old_key {
+            if !packed.iter().any(|&(k, _)| k == old_key) {
                 self.data_delete(db, key, version, &old_key.to_be_bytes());
             }
         }

@@ -16,9 +16,16 @@
 //! byte 1      0
 //! bytes 2..4  n, the number of containers, u16 LE (2..=MAX_CONTAINERS)
 //! then        n blocks, u16 LE, strictly ascending, the last equal to k
-//! then        the n containers, concatenated, each in the container format
-//!             (its length follows from its header)
+//! then        the n containers, concatenated, each as a 2-byte head and the
+//!             container format's payload: head u16 LE = kind << 14 | count - 1,
+//!             kind 0 = array (count = values, then the values u16 LE),
+//!             kind 2 = run (count = runs, then (start, length - 1) u16 LE each)
 //! ```
+//!
+//! The 2-byte head stands for the container format's 4-byte header (tag and
+//! cardinality), which a read rebuilds: a sparse key's containers hold a
+//! value or two, so that header was half of each. A page holds no bitset
+//! (8 KiB, always a single).
 //!
 //! Writers keep these invariants, and readers check them (a violation is
 //! `Corrupt`, never a panic): the entries of a key version cover disjoint
@@ -62,92 +69,114 @@ pub(super) fn is_page(value: &[u8]) -> bool {
     value.first() == Some(&PAGE_TAG)
 }
 
-/// Length of the container at the start of `b`, read from its header
-/// (array `4 + 2n`, bitset `4 + 8192`, run `4 + 2 + 4r`); `None` when the
-/// header is not a container's or the bytes are too short. The container
-/// itself is checked by its reader ([`super::bytes::view`]).
-fn container_len(b: &[u8]) -> Option<usize> {
-    let (&tag, rest) = b.split_first()?;
-    let card = u32::from_le_bytes([*rest.first()?, *rest.get(1)?, *rest.get(2)?, 0]) as usize;
-    let len = match (tag >> 4, tag & 0xF) {
-        (1, 0) => 4 + 2 * card,
-        (1, 1) => 4 + 8192,
-        (1, 2) => 4 + 2 + 4 * usize::from(u16::from_le_bytes([*b.get(4)?, *b.get(5)?])),
+/// Kind code of an array in a page's container head.
+const HEAD_ARRAY: u16 = 0;
+/// Kind code of a run container in a page's container head.
+const HEAD_RUN: u16 = 2;
+
+/// The container at the start of `b` (a page's compact form) in the
+/// container format, with the bytes it took; `None` when its head is not a
+/// page container's or the bytes are too short. The container itself is
+/// checked by its reader ([`super::bytes::view`]).
+fn expand(b: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let head = u16::from_le_bytes([*b.first()?, *b.get(1)?]);
+    let count = usize::from(head & 0x3FFF) + 1;
+    let (tag, payload, card) = match head >> 14 {
+        HEAD_ARRAY => (0x10u8, b.get(2..2 + 2 * count)?, count),
+        HEAD_RUN => {
+            let runs = b.get(2..2 + 4 * count)?;
+            let card = runs
+                .chunks_exact(4)
+                .map(|r| usize::from(u16::from_le_bytes([r[2], r[3]])) + 1)
+                .sum();
+            (0x12, runs, card)
+        }
         _ => return None,
     };
-    (len <= b.len()).then_some(len)
+    let card = u32::try_from(card).ok().filter(|&c| c <= 65_536)?;
+    let mut full = Vec::with_capacity(6 + payload.len());
+    full.push(tag);
+    full.extend_from_slice(&card.to_le_bytes()[..3]);
+    if tag == 0x12 {
+        full.extend_from_slice(&(count as u16).to_le_bytes());
+    }
+    full.extend_from_slice(payload);
+    Some((full, 2 + payload.len()))
 }
 
+/// Appends container `c` (the container format: an array or a run
+/// container under [`STANDALONE_BYTES`], as writers pass) to `out` in a
+/// page's compact form.
+fn compact(c: &[u8], out: &mut Vec<u8>) {
+    if c.first().map(|t| t & 0xF) == Some(2) && c.len() >= 6 {
+        let runs = u16::from_le_bytes([c[4], c[5]]);
+        out.extend_from_slice(&((HEAD_RUN << 14) | (runs.max(1) - 1)).to_le_bytes());
+        out.extend_from_slice(&c[6..]);
+    } else {
+        let card = (c.len().saturating_sub(4) / 2).max(1) - 1;
+        out.extend_from_slice(&((HEAD_ARRAY << 14) | card as u16).to_le_bytes());
+        out.extend_from_slice(c.get(4..).unwrap_or(&[]));
+    }
+}
+
+/// Bytes container `c` (the container format) takes in a page.
+fn compact_len(c: &[u8]) -> usize {
+    if c.first().map(|t| t & 0xF) == Some(2) {
+        c.len().saturating_sub(4)
+    } else {
+        c.len().saturating_sub(2)
+    }
+}
+
+/// Containers as `(block, bytes in the container format)`, ascending.
+pub(super) type Containers = Vec<(u16, Vec<u8>)>;
+
 /// The containers of an entry (key block `key`, value `value`) as
-/// `(block, container bytes)`, ascending: the single itself, or a page's
-/// containers.
+/// `(block, container bytes)`, ascending, in the container format: the
+/// single itself, or a page's containers.
 ///
 /// # Errors
 /// `Corrupt` when a page breaks its layout (see the module docs).
-pub(super) fn containers(key: u16, value: &[u8]) -> Result<Vec<(u16, &[u8])>> {
+pub(super) fn containers(key: u16, value: &[u8]) -> Result<Containers> {
     if !is_page(value) {
-        return Ok(vec![(key, value)]);
+        return Ok(vec![(key, value.to_vec())]);
     }
     let n = check_header(value)?;
-    let mut out = Vec::with_capacity(n);
+    let block = |i: usize| u16::from_le_bytes([value[HEADER + 2 * i], value[HEADER + 2 * i + 1]]);
     let mut at = HEADER + 2 * n;
+    let mut out = Vec::with_capacity(n);
     for i in 0..n {
-        let block = u16::from_le_bytes([value[HEADER + 2 * i], value[HEADER + 2 * i + 1]]);
-        if out.last().is_some_and(|&(b, _)| b >= block) {
+        if i > 0 && block(i - 1) >= block(i) {
             return Err(corrupt("blocks not ascending"));
         }
-        let len = container_len(&value[at..]).ok_or_else(|| corrupt("bad container"))?;
-        if len >= STANDALONE_BYTES {
+        let (c, took) = expand(&value[at..]).ok_or_else(|| corrupt("bad container"))?;
+        if c.len() >= STANDALONE_BYTES {
             return Err(corrupt("a container too big for a page"));
         }
-        out.push((block, &value[at..at + len]));
-        at += len;
+        out.push((block(i), c));
+        at += took;
     }
     if at != value.len() {
         return Err(corrupt("trailing bytes"));
     }
-    if out.last().map(|&(b, _)| b) != Some(key) {
+    if block(n - 1) != key {
         return Err(corrupt("last block differs from the entry's key"));
     }
     Ok(out)
 }
 
 /// The container of block `hi` in an entry (key block `key`), if it holds
-/// one: one pass over a page's block list and container headers (every
-/// check of [`containers`], nothing allocated).
+/// one, in the container format (the page is checked whole).
 ///
 /// # Errors
 /// As [`containers`].
-pub(super) fn find(key: u16, value: &[u8], hi: u16) -> Result<Option<&[u8]>> {
+pub(super) fn find(key: u16, value: &[u8], hi: u16) -> Result<Option<Vec<u8>>> {
     if !is_page(value) {
-        return Ok((key == hi).then_some(value));
+        return Ok((key == hi).then(|| value.to_vec()));
     }
-    let n = check_header(value)?;
-    let mut at = HEADER + 2 * n;
-    let mut found = None;
-    let mut prev: Option<u16> = None;
-    for i in 0..n {
-        let block = u16::from_le_bytes([value[HEADER + 2 * i], value[HEADER + 2 * i + 1]]);
-        if prev.is_some_and(|p| p >= block) {
-            return Err(corrupt("blocks not ascending"));
-        }
-        prev = Some(block);
-        let len = container_len(&value[at..]).ok_or_else(|| corrupt("bad container"))?;
-        if len >= STANDALONE_BYTES {
-            return Err(corrupt("a container too big for a page"));
-        }
-        if block == hi {
-            found = Some(&value[at..at + len]);
-        }
-        at += len;
-    }
-    if at != value.len() {
-        return Err(corrupt("trailing bytes"));
-    }
-    if prev != Some(key) {
-        return Err(corrupt("last block differs from the entry's key"));
-    }
-    Ok(found)
+    Ok(containers(key, value)?
+        .into_iter()
+        .find_map(|(b, c)| (b == hi).then_some(c)))
 }
 
 /// A page's container count, once its header and block list fit.
@@ -162,13 +191,14 @@ fn check_header(value: &[u8]) -> Result<usize> {
     Ok(n)
 }
 
-/// Encodes ascending containers as one entry value: a single for one, a
-/// page for more (the caller keeps them within a page's limits).
+/// Encodes ascending containers (the container format) as one entry
+/// value: a single for one, a page for more (the caller keeps them within
+/// a page's limits).
 fn encode<B: AsRef<[u8]>>(group: &[(u16, B)]) -> Vec<u8> {
     if let [(_, c)] = group {
         return c.as_ref().to_vec();
     }
-    let bytes: usize = group.iter().map(|(_, c)| c.as_ref().len()).sum();
+    let bytes: usize = group.iter().map(|(_, c)| compact_len(c.as_ref())).sum();
     let mut v = Vec::with_capacity(HEADER + 2 * group.len() + bytes);
     v.extend_from_slice(&[PAGE_TAG, 0]);
     v.extend_from_slice(&(group.len() as u16).to_le_bytes());
@@ -176,7 +206,7 @@ fn encode<B: AsRef<[u8]>>(group: &[(u16, B)]) -> Vec<u8> {
         v.extend_from_slice(&b.to_le_bytes());
     }
     for (_, c) in group {
-        v.extend_from_slice(c.as_ref());
+        compact(c.as_ref(), &mut v);
     }
     v
 }
@@ -214,12 +244,13 @@ impl<'a> Packer<'a> {
             out.push((block, c.to_vec()));
             return;
         }
+        let len = 2 + compact_len(c);
         if !self.open.is_empty()
-            && (HEADER + self.bytes + 2 + c.len() > PAGE_BYTES || self.open.len() == MAX_CONTAINERS)
+            && (HEADER + self.bytes + len > PAGE_BYTES || self.open.len() == MAX_CONTAINERS)
         {
             self.finish(out);
         }
-        self.bytes += 2 + c.len();
+        self.bytes += len;
         self.open.push((block, c));
     }
 
@@ -324,15 +355,13 @@ where
                 }
                 continue;
             }
-            let all = containers(block, &value)?;
-            let order: Box<dyn Iterator<Item = &(u16, &[u8])>> = if self.reverse {
-                Box::new(all.iter().rev())
-            } else {
-                Box::new(all.iter())
-            };
+            let mut all = containers(block, &value)?;
+            if self.reverse {
+                all.reverse();
+            }
             let mut past = false;
-            for &(b, c) in order {
-                if !self.push(b, b.to_be_bytes().to_vec(), c.to_vec())? {
+            for (b, c) in all {
+                if !self.push(b, b.to_be_bytes().to_vec(), c)? {
                     past = true;
                     break;
                 }
@@ -403,8 +432,8 @@ mod tests {
         let e = entries(&all);
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].0, (99u16 * 3).to_be_bytes().to_vec());
-        // 4 header bytes, then 2 + 6 per container.
-        assert_eq!(e[0].1.len(), 4 + 100 * 8);
+        // 4 header bytes, then per container its block, head and value.
+        assert_eq!(e[0].1.len(), 4 + 100 * 6);
         assert_eq!(unpack(&e, false, (0, u16::MAX)).unwrap(), all);
     }
 
@@ -493,7 +522,7 @@ mod tests {
             for (b, c) in &all {
                 let at = e.iter().find(|(k, _)| u16::from_be_bytes([k[0], k[1]]) >= *b).unwrap();
                 let k = u16::from_be_bytes([at.0[0], at.0[1]]);
-                prop_assert_eq!(find(k, &at.1, *b).unwrap(), Some(&c[..]));
+                prop_assert_eq!(find(k, &at.1, *b).unwrap(), Some(c.clone()));
             }
         }
 
