@@ -767,14 +767,36 @@ impl Txn {
         after: Option<&[u8]>,
         reverse: bool,
     ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + '_ {
+        let bounds = match (after, reverse) {
+            (Some(a), false) => (Bound::Excluded(a), Bound::Unbounded),
+            (Some(a), true) => (Bound::Unbounded, Bound::Excluded(a)),
+            (None, _) => (Bound::Unbounded, Bound::Unbounded),
+        };
+        self.data_range(db, key, version, bounds, reverse)
+    }
+
+    /// Elements `(subkey, value)` of a key version with subkey within
+    /// `(start, end)` (`Unbounded`: the version's edge), ascending or
+    /// descending, overlay applied.
+    pub fn data_range(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        (start, end): (Bound<&[u8]>, Bound<&[u8]>),
+        reverse: bool,
+    ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + '_ {
         let prefix = keys::data_prefix(db, key, version);
         let plen = prefix.len();
         let pend = crate::kv::prefix_end(&prefix);
-        let cursor = after.map(|a| keys::data_key(db, key, version, a));
-        let (start, end): (Bound<Vec<u8>>, Bound<Vec<u8>>) = match (&cursor, reverse) {
-            (Some(c), false) => (Bound::Excluded(c.clone()), owned_end(&pend)),
-            (Some(c), true) => (Bound::Included(prefix.clone()), Bound::Excluded(c.clone())),
-            (None, _) => (Bound::Included(prefix.clone()), owned_end(&pend)),
+        let full = |b: Bound<&[u8]>| b.map(|s| keys::data_key(db, key, version, s));
+        let start: Bound<Vec<u8>> = match full(start) {
+            Bound::Unbounded => Bound::Included(prefix.clone()),
+            b => b,
+        };
+        let end: Bound<Vec<u8>> = match full(end) {
+            Bound::Unbounded => owned_end(&pend),
+            b => b,
         };
         let sb = as_ref_bound(&start);
         let eb = as_ref_bound(&end);

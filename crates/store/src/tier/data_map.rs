@@ -137,6 +137,43 @@ impl DataMap {
         }
     }
 
+    /// The first entry of [`DataMap::range`] (the last when `reverse`),
+    /// without an iterator to allocate.
+    pub(crate) fn first_in(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Option<(&[u8], &Value)> {
+        match self {
+            DataMap::Small(v) => {
+                let lo = match start {
+                    Bound::Included(s) => v.partition_point(|(k, _)| **k < *s),
+                    Bound::Excluded(s) => v.partition_point(|(k, _)| **k <= *s),
+                    Bound::Unbounded => 0,
+                };
+                let hi = match end {
+                    Bound::Included(e) => v.partition_point(|(k, _)| **k <= *e),
+                    Bound::Excluded(e) => v.partition_point(|(k, _)| **k < *e),
+                    Bound::Unbounded => v.len(),
+                };
+                if lo >= hi {
+                    return None;
+                }
+                let (k, val) = if reverse { &v[hi - 1] } else { &v[lo] };
+                Some((&**k, val))
+            }
+            DataMap::Big(_) => {
+                let mut it = self.range(start, end);
+                if reverse {
+                    it.next_back()
+                } else {
+                    it.next()
+                }
+            }
+        }
+    }
+
     /// Drops every entry whose suffix is outside `[lo, hi)` (`hi` `None`:
     /// unbounded); returns the dropped entries.
     pub(crate) fn keep_within(&mut self, lo: &[u8], hi: Option<&[u8]>) -> Vec<(Box<[u8]>, Value)> {

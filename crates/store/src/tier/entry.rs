@@ -173,6 +173,23 @@ pub(crate) fn collect_range(
     reverse: bool,
     limit: usize,
 ) -> Entries {
+    if limit == 1 {
+        // A seek: the first entry that is present, no iterator built.
+        let (mut lo, mut hi) = (start, end);
+        loop {
+            let Some((k, v)) = data.first_in(lo, hi, reverse) else {
+                return Vec::new();
+            };
+            if let Some(v) = v {
+                return vec![([prefix, k].concat(), v.to_vec())];
+            }
+            if reverse {
+                hi = Bound::Excluded(k);
+            } else {
+                lo = Bound::Excluded(k);
+            }
+        }
+    }
     let it = data.range(start, end);
     let pair =
         |(k, v): (&[u8], &Option<Box<[u8]>>)| Some(([prefix, k].concat(), v.as_deref()?.to_vec()));

@@ -118,7 +118,9 @@ impl Txn {
             return Ok(Some((v, 0)));
         }
         let rest: RawEntries<'_> = if merged {
-            Box::new(self.data_iter(db, key, version, Some(&sub), false))
+            let (lo, up) = (delta::delta_sub(hi, 0), delta::delta_sub(hi, u16::MAX));
+            let within = (Bound::Included(&lo[..]), Bound::Included(&up[..]));
+            Box::new(self.data_range(db, key, version, within, false))
         } else {
             let lo = keys::data_key(db, key, version, &delta::delta_sub(hi, 0));
             let up = keys::data_key(db, key, version, &delta::delta_sub(hi, u16::MAX));

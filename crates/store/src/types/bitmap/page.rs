@@ -165,8 +165,24 @@ pub(super) fn containers(key: u16, value: &[u8]) -> Result<Containers> {
     Ok(out)
 }
 
+/// Bytes container head `b` (a page's compact form) takes: head and
+/// payload; `None` when the head is not a page container's or the bytes
+/// are too short.
+fn compact_size(b: &[u8]) -> Option<usize> {
+    let head = u16::from_le_bytes([*b.first()?, *b.get(1)?]);
+    let count = usize::from(head & 0x3FFF) + 1;
+    let size = match head >> 14 {
+        HEAD_ARRAY => 2 + 2 * count,
+        HEAD_RUN => 2 + 4 * count,
+        _ => return None,
+    };
+    (size <= b.len()).then_some(size)
+}
+
 /// The container of block `hi` in an entry (key block `key`), if it holds
-/// one, in the container format (the page is checked whole).
+/// one, in the container format: one pass over the page's block list and
+/// container heads (its layout checked whole, nothing allocated), then the
+/// one container rebuilt.
 ///
 /// # Errors
 /// As [`containers`].
@@ -174,9 +190,34 @@ pub(super) fn find(key: u16, value: &[u8], hi: u16) -> Result<Option<Vec<u8>>> {
     if !is_page(value) {
         return Ok((key == hi).then(|| value.to_vec()));
     }
-    Ok(containers(key, value)?
-        .into_iter()
-        .find_map(|(b, c)| (b == hi).then_some(c)))
+    let n = check_header(value)?;
+    let block = |i: usize| u16::from_le_bytes([value[HEADER + 2 * i], value[HEADER + 2 * i + 1]]);
+    let mut at = HEADER + 2 * n;
+    let mut found = None;
+    for i in 0..n {
+        if i > 0 && block(i - 1) >= block(i) {
+            return Err(corrupt("blocks not ascending"));
+        }
+        let size = compact_size(&value[at..]).ok_or_else(|| corrupt("bad container"))?;
+        if block(i) == hi {
+            found = Some(at);
+        }
+        at += size;
+    }
+    if at != value.len() {
+        return Err(corrupt("trailing bytes"));
+    }
+    if block(n - 1) != key {
+        return Err(corrupt("last block differs from the entry's key"));
+    }
+    let Some(at) = found else {
+        return Ok(None);
+    };
+    let (c, _) = expand(&value[at..]).ok_or_else(|| corrupt("bad container"))?;
+    if c.len() >= STANDALONE_BYTES {
+        return Err(corrupt("a container too big for a page"));
+    }
+    Ok(Some(c))
 }
 
 /// A page's container count, once its header and block list fit.

@@ -14,6 +14,11 @@ use crate::txn::Txn;
 use super::bytes::{corrupt, join, split, view, BLOCK};
 use super::delta::Folded;
 use super::stream::{head, take};
+use super::summary::key_bytes;
+
+/// Container bytes up to which TR.GETBITS reads a key whole when it names
+/// at least as many offsets as the key has containers.
+const GETBITS_WHOLE_BYTES: u64 = 64 * 1024;
 
 /// Clamps an offset computed in u64 to the reply: −1 past 2^32 − 1.
 fn fit(v: u64) -> i64 {
@@ -92,6 +97,23 @@ impl Txn {
         let Some((version, s)) = self.bm_version(db, key)? else {
             return Ok(None);
         };
+        if offs.len() as u64 >= s.containers && key_bytes(&s) <= GETBITS_WHOLE_BYTES {
+            // As many offsets as containers, in a small key: one scan of
+            // the key (a page holds many of them) instead of a lookup per
+            // offset.
+            let mut all: Vec<(u16, ContainerBuf)> = Vec::new();
+            let mut st = self.bm_key_stream(db, key, version, (0, false), &s);
+            while let Some(hi) = head(&mut st)? {
+                let b = take(&mut st)?;
+                all.push((hi, view(&b)?.to_buf()));
+            }
+            let has = |off: u32| {
+                let (hi, lo) = split(off);
+                all.binary_search_by_key(&hi, |(h, _)| *h)
+                    .is_ok_and(|i| all[i].1.as_ref().contains(lo))
+            };
+            return Ok(Some(offs.iter().map(|&off| has(off)).collect()));
+        }
         let mut cache: Option<(u16, Option<ContainerBuf>)> = None;
         let mut out = Vec::with_capacity(offs.len());
         for &off in offs {
