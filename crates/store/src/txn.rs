@@ -213,6 +213,7 @@ impl Txn {
 
     /// [`Txn::commit`]'s write.
     fn write_batch(&mut self) -> Result<Vec<(u16, Vec<u8>)>> {
+        self.bm.check_absorbs()?;
         self.bm.sync_log(&self.inner)?;
         if self.is_read_only() {
             // A read (TR.GETBIT, GET, ...): nothing to write, sync, cache

@@ -45,7 +45,7 @@ impl Txn {
             let dk = keys::data_key(db, key, version, &sub);
             self.bm
                 .cc_pending
-                .record_known((version, hi, dk), Arc::clone(&container), true)
+                .record_delta((version, hi, dk), Arc::clone(&container))
         });
         self.bm
             .written_set((db, version, hi), WrittenBlock::Folded(container, record));
@@ -187,7 +187,7 @@ impl Txn {
     ///
     /// # Errors
     /// `Io`; `Corrupt` when an entry read breaks the layout.
-    fn bm_place(
+    pub(super) fn bm_place(
         &mut self,
         db: u16,
         key: &[u8],

@@ -161,13 +161,6 @@ pub fn facts_of(value: &[u8]) -> Option<BlockFacts> {
     })
 }
 
-/// The facts of the container `bytes` encodes; `None` when they are not
-/// a valid non-empty container (such bytes are then cached without
-/// facts, and their readers report them).
-fn facts_of_bytes(bytes: &[u8]) -> Option<BlockFacts> {
-    BlockFacts::of(roaringd_bitmap::ContainerView::parse(bytes).ok()?.as_ref())
-}
-
 /// Number of shards.
 pub const SHARDS: usize = 64;
 
@@ -581,31 +574,11 @@ impl ContainerCache {
             let id = Id::Container(version, block);
             let cached = self.shards[shard_of(id)].lock().map.contains_key(&id);
             let (bytes, present, fill) = match (value, new) {
-                // The block's entry became a page later in the Txn (a
-                // neighbour joined it): its bytes are not the block's.
-                (Written::Fill(_) | Written::Known(_), Some(Some(v)))
-                    if super::page::is_page(v) =>
-                {
-                    (None, None, false)
-                }
                 // A delta entry: `value` is the whole container after it.
                 (Written::Delta(v), Some(Some(_))) => (cached.then_some(v), Some(true), false),
                 // A delta deleted again in the same Txn: a later write of
                 // the block (recorded after this one) says what stays.
                 (Written::Delta(_), Some(None)) => continue,
-                // A container entry written with its bytes to cache (if
-                // still the committed value: a later write of the block in
-                // the same Txn is recorded after this one anyway).
-                (Written::Fill(f), Some(Some(v))) if f[PAD..] == *v => (Some(f), Some(true), true),
-                (Written::Known(f), Some(Some(v))) if f[PAD..] == *v => {
-                    (cached.then_some(f), Some(true), false)
-                }
-                (Written::Fill(_) | Written::Known(_), Some(Some(v))) => (
-                    cached.then(|| padded_with(v, 0, facts_of_bytes(v))),
-                    Some(true),
-                    false,
-                ),
-                (Written::Fill(_) | Written::Known(_), Some(None)) => (None, Some(false), false),
                 (Written::Stored(b, fill), Some(_)) => {
                     let present = b.is_some();
                     let fill = fill && present;
@@ -634,16 +607,9 @@ type PendingWrite = (u64, u16, Vec<u8>, Written);
 /// What a recorded write put under its data key.
 #[derive(Debug)]
 enum Written {
-    /// The container entry, whose bytes ([`padded`]) are cached at commit
-    /// even when the block was not cached before.
-    Fill(Arc<[u8]>),
     /// A delta entry; the whole container after it ([`padded`] with the
     /// new delta count).
     Delta(Arc<[u8]>),
-    /// The container entry, whose bytes ([`padded_with`], no deltas) the
-    /// cache entry, if any, becomes: as the committed value, without
-    /// parsing it again for its facts.
-    Known(Arc<[u8]>),
     /// The block's content after the commit, known as written (`None`:
     /// absent), through a packed entry (a page or a single: see `page`)
     /// whose data key is the one recorded; with `true`, cached even when
@@ -658,39 +624,18 @@ enum Written {
 }
 
 impl Pending {
-    /// Records a write of container `block` of `version` under the data
-    /// key `dk` whose result is known as `container` ([`padded`]):
-    /// `delta` false for the container entry itself (no deltas), cached
-    /// at commit whether or not the block was cached (a rewritten TR.BITOP
-    /// destination stays warm for the next overwrite's comparison); true
-    /// for a delta entry, `container` being the whole container after it
-    /// (with the new delta count), cached only where the block is.
-    /// Returns the record's index (for [`Pending::supersede`]).
-    pub(crate) fn record_known(
+    /// Records delta entry `dk` of container `block` of `version`, the
+    /// whole container after it being `container` ([`padded`] with the new
+    /// delta count), cached only where the block is. Returns the record's
+    /// index (for [`Pending::supersede`]).
+    pub(crate) fn record_delta(
         &mut self,
         (version, block, dk): (u64, u16, Vec<u8>),
         container: Arc<[u8]>,
-        delta: bool,
     ) -> usize {
-        let w = if delta {
-            Written::Delta(container)
-        } else {
-            Written::Fill(container)
-        };
-        self.writes.push((version, block, dk, w));
-        self.writes.len() - 1
-    }
-
-    /// Records a write of container `block` of `version` (data key `dk`)
-    /// whose bytes are `container` ([`padded_with`], no deltas): a cached
-    /// entry of the block becomes `container` at commit.
-    pub(crate) fn record_update(
-        &mut self,
-        (version, block, dk): (u64, u16, Vec<u8>),
-        container: Arc<[u8]>,
-    ) {
         self.writes
-            .push((version, block, dk, Written::Known(container)));
+            .push((version, block, dk, Written::Delta(container)));
+        self.writes.len() - 1
     }
 
     /// Records the content of container `block` of `version` after this
@@ -707,16 +652,16 @@ impl Pending {
             .push((version, block, dk, Written::Stored(container, fill)));
     }
 
-    /// Records that hold a container (tests).
+    /// Delta records that hold a container (tests).
     #[cfg(test)]
     pub(crate) fn containers_held(&self) -> usize {
         self.writes
             .iter()
-            .filter(|w| matches!(w.3, Written::Delta(_) | Written::Fill(_)))
+            .filter(|w| matches!(w.3, Written::Delta(_)))
             .count()
     }
 
-    /// Drops the container of delta record `i` ([`Pending::record_known`])
+    /// Drops the container of delta record `i` ([`Pending::record_delta`])
     /// once a later delta record of the same block follows it: that one
     /// holds the whole container after both, and comes later in the order
     /// the records apply in, so the earlier one would be overwritten
@@ -878,10 +823,10 @@ mod tests {
         vec![fill; n].into()
     }
 
-    /// A write whose bytes the commit reads back from the committed value
-    /// (a known container that never equals it).
-    fn record(p: &mut Pending, version: u64, block: u16, dk: Vec<u8>) {
-        p.record_update((version, block, dk), padded(&[], 0));
+    /// A write of `block` leaving `content` (`None`: absent), in the entry
+    /// `dk`.
+    fn record(p: &mut Pending, version: u64, block: u16, dk: Vec<u8>, content: Option<&[u8]>) {
+        p.record_stored((version, block, dk), content.map(|c| padded(c, 0)), false);
     }
 
     #[test]
@@ -896,7 +841,7 @@ mod tests {
         let s = c.snapshot(9);
         let other = c.snapshot(7);
         let mut p = Pending::default();
-        record(&mut p, 9, 0, b"dk".to_vec());
+        record(&mut p, 9, 0, b"dk".to_vec(), Some(&[5]));
         c.prepare(p, |_| Some(Some(&[5][..]))).apply(&c);
         c.fill_container(9, 0, bytes(3, 0), s);
         assert!(c.container(9, 0).is_none());
@@ -916,9 +861,9 @@ mod tests {
         c.fill_dir(1, vec![3u16, 9].into(), s);
         // Update of a cached container, new block, deleted block.
         let mut p = Pending::default();
-        record(&mut p, 1, 3, b"a".to_vec());
-        record(&mut p, 1, 5, b"b".to_vec());
-        record(&mut p, 1, 9, b"c".to_vec());
+        record(&mut p, 1, 3, b"a".to_vec(), Some(&[2, 2]));
+        record(&mut p, 1, 5, b"b".to_vec(), Some(&[7]));
+        record(&mut p, 1, 9, b"c".to_vec(), None);
         let prep = c.prepare(p, |dk| match dk {
             b"a" => Some(Some(&[2, 2][..])),
             b"b" => Some(Some(&[7][..])),
@@ -932,12 +877,12 @@ mod tests {
         assert_eq!(&*c.dir(1).unwrap(), &[3u16, 5][..]);
         // A failed commit: prepared, never applied.
         let mut p = Pending::default();
-        record(&mut p, 1, 3, b"a".to_vec());
+        record(&mut p, 1, 3, b"a".to_vec(), Some(&[9]));
         drop(c.prepare(p, |_| Some(Some(&[9][..]))));
         assert_eq!(&c.container(1, 3).unwrap()[PAD..], &[2u8, 2][..]);
         // A discarded write (unknown value) drops entry and directory.
         let mut p = Pending::default();
-        record(&mut p, 1, 3, b"a".to_vec());
+        record(&mut p, 1, 3, b"a".to_vec(), Some(&[4]));
         c.prepare(p, |_| None).apply(&c);
         assert!(c.container(1, 3).is_none());
         assert!(c.dir(1).is_none());
@@ -948,20 +893,16 @@ mod tests {
         let c = ContainerCache::new(1 << 20);
         let mut p = Pending::default();
         p.record_dir(4, vec![1u16, 2].into());
-        p.record_known((4, 1, b"a".to_vec()), padded(&[1, 1], 0), false);
-        // The Txn wrote the block again afterwards: its bytes are not the
-        // committed ones, so nothing is cached for it.
-        p.record_known((4, 2, b"b".to_vec()), padded(&[2], 0), false);
+        p.record_stored((4, 1, b"a".to_vec()), Some(padded(&[1, 1], 0)), true);
+        // Written again later in the Txn: the later record says what stays.
+        p.record_stored((4, 2, b"b".to_vec()), Some(padded(&[2], 0)), true);
+        p.record_stored((4, 2, b"b".to_vec()), None, true);
         // A later write recorded after the directory updates it.
-        p.record_known((4, 7, b"c".to_vec()), padded(&[7], 0), false);
-        let prep = c.prepare(p, |dk| match dk {
-            b"a" => Some(Some(&[1, 1][..])),
-            b"b" => Some(Some(&[3][..])),
-            _ => Some(Some(&[7][..])),
-        });
+        p.record_stored((4, 7, b"c".to_vec()), Some(padded(&[7], 0)), true);
+        let prep = c.prepare(p, |_| Some(None));
         assert!(c.dir(4).is_none() && c.container(4, 1).is_none());
         prep.apply(&c);
-        assert_eq!(&*c.dir(4).unwrap(), &[1u16, 2, 7][..]);
+        assert_eq!(&*c.dir(4).unwrap(), &[1u16, 7][..]);
         assert_eq!(&c.container(4, 1).unwrap()[PAD..], &[1u8, 1][..]);
         assert!(c.container(4, 2).is_none());
         assert_eq!(&c.container(4, 7).unwrap()[PAD..], &[7u8][..]);
@@ -969,7 +910,7 @@ mod tests {
         let off = ContainerCache::new(0);
         let mut p = Pending::default();
         p.record_dir(4, vec![1u16].into());
-        p.record_known((4, 1, b"a".to_vec()), padded(&[1], 0), false);
+        p.record_stored((4, 1, b"a".to_vec()), Some(padded(&[1], 0)), true);
         off.prepare(p, |_| Some(Some(&[1][..]))).apply(&off);
         assert!(off.dir(4).is_none() && off.container(4, 1).is_none());
     }
@@ -998,7 +939,7 @@ mod tests {
         );
         // A write of a block the cache does not even hold.
         let mut p = Pending::default();
-        record(&mut p, 3, 9, b"x".to_vec());
+        record(&mut p, 3, 9, b"x".to_vec(), Some(&[1]));
         c.prepare(p, |_| Some(Some(&[1][..]))).apply(&c);
         assert!(c.held(3).is_none());
         assert!(c.held(5).is_some(), "other versions keep theirs");
@@ -1022,7 +963,7 @@ mod tests {
         let s = c.snapshot(2);
         c.fill_container(2, 0, padded(&[1], 0), s);
         let mut p = Pending::default();
-        record(&mut p, 2, 0, b"a".to_vec());
+        record(&mut p, 2, 0, b"a".to_vec(), Some(&[2]));
         let prep = c.prepare(p, |_| Some(Some(&[2][..])));
         // A reader that snapshots before the commit and reads the old
         // container: refused (the first bump).
@@ -1037,8 +978,8 @@ mod tests {
         // the drop.
         for (value, fill_before_drop) in [(3u8, false), (2, true)] {
             let mut p = Pending::default();
-            record(&mut p, 2, 0, b"a".to_vec());
             let stored = [value];
+            record(&mut p, 2, 0, b"a".to_vec(), Some(&stored));
             let prep = c.prepare(p, |_| Some(Some(&stored[..])));
             let vs = prep.versions();
             bump(&c, &vs);

@@ -503,8 +503,13 @@ mod tests {
     fn off() -> impl proptest::strategy::Strategy<Value = u32> {
         use proptest::prelude::*;
         // Blocks 0 and 1 arrays (every third value), block 2 a bitset
-        // near the array limit (every 13th).
-        (0u32..3, 0u32..3000).prop_map(|(b, lo)| (b << 16) | (lo * if b == 2 { 13 } else { 3 }))
+        // near the array limit (every 13th); blocks 10-39 a few values
+        // each, small containers that share pages.
+        prop_oneof![
+            3 => (0u32..3, 0u32..3000)
+                .prop_map(|(b, lo)| (b << 16) | (lo * if b == 2 { 13 } else { 3 })),
+            1 => (10u32..40, 0u32..8).prop_map(|(b, lo)| (b << 16) | (lo * 5)),
+        ]
     }
 
     fn step() -> impl proptest::strategy::Strategy<Value = Step> {

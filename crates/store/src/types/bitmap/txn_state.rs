@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 use crate::kv::{Durability, Space, WriteBatch};
 use crate::store::{Inner, Store};
 
@@ -61,6 +61,10 @@ pub(crate) struct BitmapTxnState {
     /// The write-back tier logged an edit of this `Txn`: the commit syncs
     /// the log under `always`.
     pub(super) oplog_appended: bool,
+    /// An absorb could not place a dirty block (`Io` or `Corrupt` reading
+    /// the page it goes to): the commit returns this error and writes
+    /// nothing, so the key stays dirty and nothing of it is lost.
+    pub(super) failed: Option<StoreError>,
 }
 
 /// What a commit does for bitmaps once its batch is written
@@ -90,6 +94,18 @@ impl BitmapTxnState {
     pub(super) fn written_set(&mut self, block: (u16, u64, u16), now: WrittenBlock) {
         if let Some(WrittenBlock::Folded(_, Some(i))) = self.written.insert(block, now) {
             self.cc_pending.supersede(i);
+        }
+    }
+
+    /// Commit hook, before anything: the error an absorb met, if any
+    /// (see `failed`).
+    ///
+    /// # Errors
+    /// That error.
+    pub(crate) fn check_absorbs(&mut self) -> Result<()> {
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
     }
 

@@ -34,8 +34,7 @@ impl Txn {
     /// to the operation log (synced by the commit under `always`); nothing
     /// is written to the `Kv`. Returns the bit's previous value, or
     /// `None` when the edit is not the tier's to take: a missing key, one
-    /// with an expiry, an absent block, one the edit empties or one small
-    /// enough to share a page (`page`), a clear
+    /// with an expiry, an absent block or one the edit empties, a clear
     /// of the minimum or maximum (which needs a scan), or a full budget.
     ///
     /// # Errors
@@ -59,10 +58,6 @@ impl Txn {
             return Ok(None);
         };
         let n = old_bytes.deltas();
-        if n == 0 && old_bytes.len() < page::STANDALONE_BYTES {
-            // Possibly in a page: its write-back would rewrite the page.
-            return Ok(None);
-        }
         let old_facts = cached_facts(&old_bytes);
         let old_view = view(&old_bytes)?;
         let old = old_view.as_ref();
@@ -233,19 +228,42 @@ impl Txn {
         let version = d.meta.version;
         let mut s = summary_of(&d.meta);
         // A whole key (a TR.BITOP result) is a fresh version: packed
-        // (`page`). Otherwise the dirty blocks are singles (the tier takes
-        // no container of a page), written back as such.
+        // (`page`) as it comes. Otherwise each dirty block goes where the
+        // packed layout puts it ([`Txn::bm_place`]: its page or its single).
         let mut packer = d.whole.then(page::Packer::default);
         let mut entries = Vec::new();
-        for (hi, bytes, stored_deltas) in d.blocks.iter() {
-            match packer.as_mut() {
-                Some(p) => p.push(hi, &bytes[PAD..], &mut entries),
-                None => entries.push((hi, bytes[PAD..].to_vec())),
-            }
+        // In block order: the packer takes containers ascending (the dirty
+        // map holds them in no order).
+        let mut blocks: Vec<_> = d.blocks.iter().collect();
+        blocks.sort_unstable_by_key(|&(hi, _, _)| hi);
+        for (hi, bytes, stored_deltas) in blocks {
+            let others_have_deltas = s.deltas > u64::from(stored_deltas);
             for seq in 0..stored_deltas {
                 self.data_delete(db, &key, version, &delta::delta_sub(hi, seq));
             }
             s.deltas = s.deltas.saturating_sub(u64::from(stored_deltas));
+            let holder = match packer.as_mut() {
+                Some(p) => {
+                    p.push(hi, &bytes[PAD..], &mut entries);
+                    None
+                }
+                None => match self.bm_place(
+                    db,
+                    &key,
+                    version,
+                    hi,
+                    Some(&bytes[PAD..]),
+                    others_have_deltas,
+                ) {
+                    Ok(dk) => Some(dk),
+                    Err(e) => {
+                        // The commit refuses (nothing of the key is
+                        // written; it stays dirty): see `BitmapTxnState::failed`.
+                        self.bm.failed.get_or_insert(e);
+                        return;
+                    }
+                },
+            };
             // The block's bytes and facts as the tier holds them (no delta
             // entries now).
             let bytes = if deltas_of(bytes) == 0 {
@@ -253,11 +271,12 @@ impl Txn {
             } else {
                 padded_with(&bytes[PAD..], 0, facts_of(bytes))
             };
-            if self.inner.ccache.enabled() && packer.is_none() {
-                let dk = keys::data_key(db, &key, version, &hi.to_be_bytes());
-                self.bm
-                    .cc_pending
-                    .record_update((version, hi, dk), Arc::clone(&bytes));
+            if let Some(dk) = holder.filter(|_| self.inner.ccache.enabled()) {
+                self.bm.cc_pending.record_stored(
+                    (version, hi, dk),
+                    Some(Arc::clone(&bytes)),
+                    false,
+                );
             }
             self.bm
                 .written_set((db, version, hi), WrittenBlock::Folded(bytes, None));
