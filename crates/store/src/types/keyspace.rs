@@ -414,7 +414,8 @@ impl Txn {
             // + payload, with the container's deltas applied: the stored
             // entry differs by at most 2 bytes per delta); smaller ones
             // share pages, 2 bytes of block list each beside their bytes,
-            // one key and 4-byte header per `PAGE_BYTES` of them. Each
+            // one key and 4-byte header per `PAGE_BYTES` of them (a key of
+            // one container has it as a single). Each
             // delta entry is its key (prefix + block + seq) and one 3-byte
             // op. An estimate: the census does not say how the containers
             // of one kind differ in size.
@@ -430,7 +431,11 @@ impl Txn {
                         paged += stored + 2 * k.containers;
                     }
                 }
-                bytes += paged + paged.div_ceil(page::PAGE_BYTES as u64) * (plen + 2 + 4);
+                bytes += match b.containers {
+                    // One container is a single, whatever its size.
+                    1 => paged.saturating_sub(2) + (plen + 2) * u64::from(paged > 0),
+                    _ => paged + paged.div_ceil(page::PAGE_BYTES as u64) * (plen + 2 + 4),
+                };
                 let deltas = b.deltas * (plen + 4 + delta::DELTA_VALUE_BYTES);
                 return Ok(Some(total + bytes + deltas));
             }
