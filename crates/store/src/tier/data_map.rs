@@ -115,16 +115,7 @@ impl DataMap {
     pub(crate) fn range<'a>(&'a self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RangeIter<'a> {
         match self {
             DataMap::Small(v) => {
-                let lo = match start {
-                    Bound::Included(s) => v.partition_point(|(k, _)| **k < *s),
-                    Bound::Excluded(s) => v.partition_point(|(k, _)| **k <= *s),
-                    Bound::Unbounded => 0,
-                };
-                let hi = match end {
-                    Bound::Included(e) => v.partition_point(|(k, _)| **k <= *e),
-                    Bound::Excluded(e) => v.partition_point(|(k, _)| **k < *e),
-                    Bound::Unbounded => v.len(),
-                };
+                let (lo, hi) = positions(v, start, end);
                 let s = if lo < hi { &v[lo..hi] } else { &v[0..0] };
                 Box::new(s.iter().map(|(k, val)| (&**k, val)))
             }
@@ -147,16 +138,7 @@ impl DataMap {
     ) -> Option<(&[u8], &Value)> {
         match self {
             DataMap::Small(v) => {
-                let lo = match start {
-                    Bound::Included(s) => v.partition_point(|(k, _)| **k < *s),
-                    Bound::Excluded(s) => v.partition_point(|(k, _)| **k <= *s),
-                    Bound::Unbounded => 0,
-                };
-                let hi = match end {
-                    Bound::Included(e) => v.partition_point(|(k, _)| **k <= *e),
-                    Bound::Excluded(e) => v.partition_point(|(k, _)| **k < *e),
-                    Bound::Unbounded => v.len(),
-                };
+                let (lo, hi) = positions(v, start, end);
                 if lo >= hi {
                     return None;
                 }
@@ -206,6 +188,22 @@ impl DataMap {
     pub(crate) fn clear(&mut self) {
         *self = DataMap::default();
     }
+}
+
+/// The positions in `v` (sorted by suffix) where entries within the
+/// bounds start and end.
+fn positions(v: &[(Box<[u8]>, Value)], start: Bound<&[u8]>, end: Bound<&[u8]>) -> (usize, usize) {
+    let lo = match start {
+        Bound::Included(s) => v.partition_point(|(k, _)| **k < *s),
+        Bound::Excluded(s) => v.partition_point(|(k, _)| **k <= *s),
+        Bound::Unbounded => 0,
+    };
+    let hi = match end {
+        Bound::Included(e) => v.partition_point(|(k, _)| **k <= *e),
+        Bound::Excluded(e) => v.partition_point(|(k, _)| **k < *e),
+        Bound::Unbounded => v.len(),
+    };
+    (lo, hi)
 }
 
 #[cfg(test)]

@@ -438,10 +438,10 @@ mod tests {
     use roaringd_bitmap::ContainerBuf;
 
     fn container(vals: impl IntoIterator<Item = u16>) -> Vec<u8> {
-        let mut c = ContainerBuf::default();
-        for v in vals {
+        let c = vals.into_iter().fold(ContainerBuf::default(), |mut c, v| {
             c.insert(v);
-        }
+            c
+        });
         c.as_bytes().to_vec()
     }
 
