@@ -94,7 +94,7 @@ impl Txn {
         (old, new, n): (Option<ContainerRef<'_>>, &ContainerBuf, u16),
         (ops, sum_delta, facts): (Option<delta::Ops<'_>>, Option<i128>, Option<BlockFacts>),
     ) -> Result<()> {
-        let was_empty = e.s.card == 0;
+        let before = (e.s.card == 0, e.s.min, e.s.max);
         let delta = match sum_delta {
             Some(d) => d,
             None => {
@@ -134,59 +134,86 @@ impl Txn {
                 self.bm.written_set((db, version, hi), now);
             }
         }
-        // Extremes: only the edited block can move them.
+        let new_min = new.as_ref().min().map(|lo| join(hi, lo));
+        let new_max = new.as_ref().max().map(|lo| join(hi, lo));
+        self.bm_settle_extremes(
+            db,
+            key,
+            e,
+            before,
+            &[(hi, !new.is_empty())],
+            (new_min, new_max),
+        )
+    }
+
+    /// Sets the summary's extremes after edits of the blocks `edited`
+    /// (ascending, each with whether it still holds a container), given
+    /// the summary's state before them (`before`: empty, min, max) and the
+    /// smallest and largest value the edited blocks hold now. A seek past
+    /// the edits only where an edit emptied the block of the old minimum
+    /// (or maximum); the census must be exact already.
+    ///
+    /// # Errors
+    /// As [`Txn::bm_extreme`].
+    fn bm_settle_extremes(
+        &self,
+        db: u16,
+        key: &[u8],
+        e: &mut Edit,
+        (was_empty, old_min, old_max): (bool, u32, u32),
+        edited: &[(u16, bool)],
+        (new_min, new_max): (Option<u32>, Option<u32>),
+    ) -> Result<()> {
         if e.s.card == 0 {
             e.s.min = 0;
             e.s.max = 0;
             return Ok(());
         }
-        let new_min = new.as_ref().min().map(|lo| join(hi, lo));
-        let new_max = new.as_ref().max().map(|lo| join(hi, lo));
         if was_empty {
             e.s.min = new_min.unwrap_or(0);
             e.s.max = new_max.unwrap_or(0);
             return Ok(());
         }
-        let (min_hi, max_hi) = ((e.s.min >> 16) as u16, (e.s.max >> 16) as u16);
-        if hi <= min_hi {
-            match new_min {
-                Some(m) => e.s.min = m,
-                None => {
-                    let s = e.s;
-                    e.s.min = self
-                        .bm_extreme(db, key, e.meta.version, (false, hi), &s)?
-                        .unwrap_or(0);
-                }
+        let state = |v: u32| {
+            edited
+                .binary_search_by_key(&((v >> 16) as u16), |&(b, _)| b)
+                .ok()
+                .map(|i| edited[i].1)
+        };
+        let s = e.s;
+        let version = e.meta.version;
+        // The old extreme's block untouched or still holding values: the
+        // edits' own extremes decide; emptied: a later (earlier) block no
+        // edit touched may hold the new one.
+        let min = match state(old_min) {
+            None => Some(new_min.map_or(old_min, |m| m.min(old_min))),
+            Some(true) => new_min,
+            Some(false) => {
+                let beyond =
+                    self.bm_extreme(db, key, version, (false, (old_min >> 16) as u16), &s)?;
+                new_min.into_iter().chain(beyond).min()
             }
-        }
-        if hi >= max_hi {
-            match new_max {
-                Some(m) => e.s.max = m,
-                None => {
-                    let s = e.s;
-                    e.s.max = self
-                        .bm_extreme(db, key, e.meta.version, (true, hi), &s)?
-                        .unwrap_or(0);
-                }
+        };
+        let max = match state(old_max) {
+            None => Some(new_max.map_or(old_max, |m| m.max(old_max))),
+            Some(true) => new_max,
+            Some(false) => {
+                let before =
+                    self.bm_extreme(db, key, version, (true, (old_max >> 16) as u16), &s)?;
+                new_max.into_iter().chain(before).max()
             }
-        }
+        };
+        e.s.min = min.unwrap_or(0);
+        e.s.max = max.unwrap_or(0);
         Ok(())
     }
 
     /// Stores container `hi` of a key version as `new` (`None`: deletes
-    /// it) in the packed layout ([`super::page`]): the entry whose interval
-    /// takes the block (holding it, or a page around it) is edited and
-    /// packed again; another small container the key lacks
-    /// joins the first entry after it (or the last entry, when it goes past
-    /// every block) where that entry is a page or a small single, else it
-    /// is a single of its own. `others_have_deltas`: another block of the
-    /// key has delta entries (only after singles; such a small single,
-    /// which older stores wrote, is not joined). Returns the data key of
-    /// the entry that holds (or held) the block. Delta entries of the block
-    /// are the caller's to delete.
+    /// it): [`Txn::bm_place_many`] of one block. Returns the data key of the
+    /// entry that holds (or held) the block.
     ///
     /// # Errors
-    /// `Io`; `Corrupt` when an entry read breaks the layout.
+    /// As [`Txn::bm_place_many`].
     pub(super) fn bm_place(
         &mut self,
         db: u16,
@@ -196,9 +223,42 @@ impl Txn {
         new: Option<&[u8]>,
         others_have_deltas: bool,
     ) -> Result<Vec<u8>> {
-        let small = new.is_some_and(|c| c.len() < page::STANDALONE_BYTES);
+        let mut dks = self.bm_place_many(db, key, version, &[(hi, new)], others_have_deltas)?;
+        Ok(dks.pop().unwrap_or_default())
+    }
+
+    /// Stores containers of a key version in the packed layout
+    /// ([`super::page`]): `edits` (ascending blocks) give each block's new
+    /// container (`None`: deleted). The edits are taken entry by entry:
+    /// the first entry at or after an edited block, with every edit up to
+    /// its key, is read once, edited and packed again (split past a page's
+    /// size, its key moved when its last block changes) when an edit falls
+    /// inside its interval, or when a small container can join it (a page
+    /// or a small single); edits past every entry join the key's last
+    /// entry the same way; other edits are packed on their own, in the gap
+    /// before the entry. `others_have_deltas`: a block not edited here has
+    /// delta entries (only after singles; a small single with deltas, as
+    /// older stores wrote, is not joined). Returns, per edit, the data key
+    /// of the entry that holds (or held) its block. Delta entries of the
+    /// edited blocks are the caller's to delete.
+    ///
+    /// # Errors
+    /// `Io`; `Corrupt` when an entry read breaks the layout.
+    pub(super) fn bm_place_many(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        edits: &[(u16, Option<&[u8]>)],
+        others_have_deltas: bool,
+    ) -> Result<Vec<Vec<u8>>> {
         let joinable = |v: &[u8]| {
             page::is_page(v) || (v.len() < page::STANDALONE_BYTES && !others_have_deltas)
+        };
+        let small = |group: &[(u16, Option<&[u8]>)]| {
+            group
+                .iter()
+                .any(|(_, c)| c.is_some_and(|c| c.len() < page::STANDALONE_BYTES))
         };
         let entry_key = |sub: &[u8]| match *sub {
             [a, b] => Ok(u16::from_be_bytes([a, b])),
@@ -206,55 +266,80 @@ impl Txn {
                 "bitmap delta entry without its container",
             )),
         };
-        // The entry taking the block: its key and containers.
-        let mut base: Option<(u16, page::Containers)> = None;
-        match self.data_first(db, key, version, Bound::Included(&hi.to_be_bytes()), false)? {
-            Some((sub, v)) => {
-                let k = entry_key(&sub)?;
-                let members = page::containers(k, &v)?;
-                // Within the entry's interval (holding the block or not),
-                // the block must go into it: the entry is split around a
-                // big container rather than overlapped.
-                let first = members.first().map_or(k, |&(b, _)| b);
-                if first <= hi || (small && joinable(&v)) {
-                    base = Some((k, members));
-                }
-            }
-            None if small => {
-                if let Some((sub, v)) = self.data_first(db, key, version, Bound::Unbounded, true)? {
-                    if sub.len() == 2 && joinable(&v) {
-                        let k = entry_key(&sub)?;
-                        base = Some((k, page::containers(k, &v)?));
+        let mut dks = Vec::with_capacity(edits.len());
+        let mut i = 0;
+        while i < edits.len() {
+            let x = edits[i].0;
+            // The entry taking the group, its key and containers, and the
+            // group (the edits up to that entry's key).
+            let mut base: Option<(u16, page::Containers)> = None;
+            let end = match self.data_first(
+                db,
+                key,
+                version,
+                Bound::Included(&x.to_be_bytes()),
+                false,
+            )? {
+                Some((sub, v)) => {
+                    let k = entry_key(&sub)?;
+                    let end = i + edits[i..].partition_point(|&(b, _)| b <= k);
+                    let members = page::containers(k, &v)?;
+                    // An edit within the entry's interval must go into it
+                    // (the entry is split around a big container rather
+                    // than overlapped).
+                    let first = members.first().map_or(k, |&(b, _)| b);
+                    if first <= edits[end - 1].0 || (small(&edits[i..end]) && joinable(&v)) {
+                        base = Some((k, members));
                     }
+                    end
+                }
+                None => {
+                    if small(&edits[i..]) {
+                        if let Some((sub, v)) =
+                            self.data_first(db, key, version, Bound::Unbounded, true)?
+                        {
+                            if sub.len() == 2 && joinable(&v) {
+                                let k = entry_key(&sub)?;
+                                base = Some((k, page::containers(k, &v)?));
+                            }
+                        }
+                    }
+                    edits.len()
+                }
+            };
+            let group = &edits[i..end];
+            let (old_key, mut list) = match base {
+                Some((k, members)) => (Some(k), members),
+                None => (None, Vec::new()),
+            };
+            list.retain(|(b, _)| group.binary_search_by_key(b, |&(h, _)| h).is_err());
+            for &(hi, c) in group {
+                if let Some(c) = c {
+                    let at = list.partition_point(|&(b, _)| b < hi);
+                    list.insert(at, (hi, c.to_vec()));
                 }
             }
-            None => {}
-        }
-        let (old_key, mut list) = match base {
-            Some((k, members)) => (Some(k), members),
-            None => (None, Vec::new()),
-        };
-        list.retain(|&(b, _)| b != hi);
-        if let Some(c) = new {
-            let at = list.partition_point(|&(b, _)| b < hi);
-            list.insert(at, (hi, c.to_vec()));
-        }
-        let packed = page::pack(&list);
-        let holder = packed
-            .iter()
-            .map(|&(k, _)| k)
-            .find(|&k| k >= hi)
-            .or(old_key)
-            .unwrap_or(hi);
-        if let Some(old_key) = old_key {
-            if !packed.iter().any(|&(k, _)| k == old_key) {
-                self.data_delete(db, key, version, &old_key.to_be_bytes());
+            let packed = page::pack(&list);
+            for &(hi, _) in group {
+                let holder = packed
+                    .iter()
+                    .map(|&(k, _)| k)
+                    .find(|&k| k >= hi)
+                    .or(old_key)
+                    .unwrap_or(hi);
+                dks.push(keys::data_key(db, key, version, &holder.to_be_bytes()));
             }
+            if let Some(old_key) = old_key {
+                if !packed.iter().any(|&(k, _)| k == old_key) {
+                    self.data_delete(db, key, version, &old_key.to_be_bytes());
+                }
+            }
+            for (k, v) in packed {
+                self.data_put(db, key, version, &k.to_be_bytes(), v);
+            }
+            i = end;
         }
-        for (k, v) in packed {
-            self.data_put(db, key, version, &k.to_be_bytes(), v);
-        }
-        Ok(keys::data_key(db, key, version, &holder.to_be_bytes()))
+        Ok(dks)
     }
 
     /// Writes the containers `all` (ascending, none empty) of `version`, a
@@ -287,7 +372,14 @@ impl Txn {
     }
 
     /// Applies `f` to the container of each block in `blocks` (ascending),
-    /// creating absent ones empty.
+    /// creating absent ones empty. The changed containers are stored page
+    /// by page ([`Txn::bm_place_many`], in chunks of about
+    /// [`EDIT_CHUNK_BYTES`]: memory stays bounded over any range), and the
+    /// summary is kept exact (census and sum per block; the extremes once
+    /// at the end, [`Txn::bm_settle_extremes`]).
+    ///
+    /// # Errors
+    /// `Io`, `Corrupt`.
     pub(super) fn bm_edit_blocks(
         &mut self,
         db: u16,
@@ -296,24 +388,92 @@ impl Txn {
         blocks: impl IntoIterator<Item = u16>,
         mut f: impl FnMut(u16, &mut ContainerBuf),
     ) -> Result<()> {
+        let version = e.meta.version;
+        let before = (e.s.card == 0, e.s.min, e.s.max);
+        let mut edited: Vec<(u16, bool)> = Vec::new();
+        let (mut new_min, mut new_max): (Option<u32>, Option<u32>) = (None, None);
+        let mut chunk: Vec<(u16, Option<ContainerBuf>, u16)> = Vec::new();
+        let mut chunk_bytes = 0usize;
         for hi in blocks {
-            let (old, n) = match self.bm_container(db, key, e.meta.version, hi, Some(&e.s))? {
+            let (old, n) = match self.bm_container(db, key, version, hi, Some(&e.s))? {
                 Some((c, n)) => (Some(c), n),
                 None => (None, 0),
             };
             let mut new = old.clone().unwrap_or_default();
             f(hi, &mut new);
-            if old.as_ref() != Some(&new) {
-                self.bm_put(
-                    db,
-                    key,
-                    e,
-                    hi,
-                    (old.as_ref().map(ContainerBuf::as_ref), &new, n),
-                    (None, None, None),
-                )?;
+            if old.as_ref() == Some(&new) || (old.is_none() && new.is_empty()) {
+                continue;
             }
+            let delta = i128::from(container_sum(hi, new.as_ref()))
+                - old
+                    .as_ref()
+                    .map_or(0, |o| i128::from(container_sum(hi, o.as_ref())));
+            if let Some(o) = &old {
+                census(&mut e.s, o.as_ref(), false);
+            }
+            census(&mut e.s, new.as_ref(), true);
+            e.s.sum = u64::try_from(i128::from(e.s.sum) + delta).unwrap_or(0);
+            // Blocks ascend: the first minimum and the last maximum met
+            // are the edits' own.
+            if let (Some(lo), Some(up)) = (new.as_ref().min(), new.as_ref().max()) {
+                new_min = new_min.or(Some(join(hi, lo)));
+                new_max = Some(join(hi, up));
+            }
+            edited.push((hi, !new.is_empty()));
+            chunk_bytes += new.as_bytes().len();
+            chunk.push((hi, (!new.is_empty()).then_some(new), n));
+            if chunk_bytes >= EDIT_CHUNK_BYTES {
+                self.bm_store_chunk(db, key, e, std::mem::take(&mut chunk))?;
+                chunk_bytes = 0;
+            }
+        }
+        self.bm_store_chunk(db, key, e, chunk)?;
+        if edited.is_empty() {
+            return Ok(());
+        }
+        self.bm_settle_extremes(db, key, e, before, &edited, (new_min, new_max))
+    }
+
+    /// Stores a chunk of [`Txn::bm_edit_blocks`]: `(block, new container
+    /// (`None`: emptied), its delta entries)`, ascending; drops their
+    /// deltas and records the blocks for later reads and the container
+    /// cache.
+    fn bm_store_chunk(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        e: &mut Edit,
+        chunk: Vec<(u16, Option<ContainerBuf>, u16)>,
+    ) -> Result<()> {
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        let version = e.meta.version;
+        let dropped: u64 = chunk.iter().map(|&(_, _, n)| u64::from(n)).sum();
+        let others_have_deltas = e.s.deltas > dropped;
+        let refs: Vec<(u16, Option<&[u8]>)> = chunk
+            .iter()
+            .map(|(hi, c, _)| (*hi, c.as_ref().map(ContainerBuf::as_bytes)))
+            .collect();
+        let dks = self.bm_place_many(db, key, version, &refs, others_have_deltas)?;
+        for ((hi, c, n), dk) in chunk.into_iter().zip(dks) {
+            self.bm_drop_deltas(db, key, e, hi, n);
+            let now = c.map(|c| padded_with(c.as_bytes(), 0, None));
+            if self.inner.ccache.enabled() {
+                self.bm
+                    .cc_pending
+                    .record_stored((version, hi, dk), now.clone(), false);
+            }
+            let now = match now {
+                Some(a) => WrittenBlock::Folded(a, None),
+                None => WrittenBlock::Gone,
+            };
+            self.bm.written_set((db, version, hi), now);
         }
         Ok(())
     }
 }
+
+/// Bytes of changed containers [`Txn::bm_edit_blocks`] holds before it
+/// stores them.
+const EDIT_CHUNK_BYTES: usize = 256 * 1024;
