@@ -122,16 +122,7 @@ impl Txn {
                 let dk = self.bm_place(db, key, version, hi, stored, others_have_deltas)?;
                 self.bm_drop_deltas(db, key, e, hi, n);
                 let now = stored.map(|b| padded_with(b, 0, facts));
-                if self.inner.ccache.enabled() {
-                    self.bm
-                        .cc_pending
-                        .record_stored((version, hi, dk), now.clone(), false);
-                }
-                let now = match now {
-                    Some(a) => WrittenBlock::Folded(a, None),
-                    None => WrittenBlock::Gone,
-                };
-                self.bm.written_set((db, version, hi), now);
+                self.bm_note_stored(db, (version, hi, dk), now);
             }
         }
         let new_min = new.as_ref().min().map(|lo| join(hi, lo));
@@ -459,18 +450,30 @@ impl Txn {
         for ((hi, c, n), dk) in chunk.into_iter().zip(dks) {
             self.bm_drop_deltas(db, key, e, hi, n);
             let now = c.map(|c| padded_with(c.as_bytes(), 0, None));
-            if self.inner.ccache.enabled() {
-                self.bm
-                    .cc_pending
-                    .record_stored((version, hi, dk), now.clone(), false);
-            }
-            let now = match now {
-                Some(a) => WrittenBlock::Folded(a, None),
-                None => WrittenBlock::Gone,
-            };
-            self.bm.written_set((db, version, hi), now);
+            self.bm_note_stored(db, (version, hi, dk), now);
         }
         Ok(())
+    }
+
+    /// Records what block `hi` of `version` holds after it was stored in
+    /// the entry `dk` (`now`: the container, padded; `None`: deleted): for
+    /// later reads in this `Txn` and for the container cache at commit.
+    fn bm_note_stored(
+        &mut self,
+        db: u16,
+        (version, hi, dk): (u64, u16, Vec<u8>),
+        now: Option<Arc<[u8]>>,
+    ) {
+        if self.inner.ccache.enabled() {
+            self.bm
+                .cc_pending
+                .record_stored((version, hi, dk), now.clone(), false);
+        }
+        let now = match now {
+            Some(a) => WrittenBlock::Folded(a, None),
+            None => WrittenBlock::Gone,
+        };
+        self.bm.written_set((db, version, hi), now);
     }
 }
 
