@@ -46,7 +46,7 @@ pub const MAX_DELTAS: u16 = 64;
 
 /// Most ops (changed bits) one delta entry is written with: one, so that
 /// every stored delta is exactly [`DELTA_VALUE_BYTES`] and MEMORY USAGE
-/// stays exact from the summary's delta count. (Readers accept several
+/// counts them from the summary's delta count. (Readers accept several
 /// ops per delta; the format allows it.)
 pub const MAX_DELTA_OPS: usize = 1;
 

@@ -2,10 +2,11 @@
 //!
 //! A bitmap is one `meta` entry whose summary ([`BitmapSummary`](crate::meta::BitmapSummary)) carries
 //! cardinality, min, max, sum, container count and the per-kind census, and
-//! one `data` entry per non-empty container: subkey = the container's block
-//! (high 16 bits) as 2 bytes big-endian, so entries sort numerically; value =
-//! the container's serialized bytes exactly as the bitmap engine keeps them.
-//! A container of [`delta::DELTA_MIN_BYTES`] or more may also carry up to
+//! `data` entries holding its non-empty containers ([`page`]): subkey = a
+//! block (high 16 bits) as 2 bytes big-endian, so entries sort numerically;
+//! value = that block's container as the bitmap engine serializes it (a
+//! single), or a page of several small containers whose last block is the
+//! subkey's. A single of [`delta::DELTA_MIN_BYTES`] or more may also carry up to
 //! [`delta::MAX_DELTAS`] delta entries (small edits stored beside it, see
 //! [`delta`]); every read sees the container with them
 //! applied. Stored bytes are untrusted: every read goes through
@@ -13,9 +14,9 @@
 //!
 //! Costs: TR.BITCOUNT (whole key), TR.MIN, TR.MAX, TR.STAT read `meta` only;
 //! a single-bit write reads one container and writes `meta` and either the
-//! container entry (small containers, every 64th edit of a big one: the
-//! fold) or a 3-byte delta entry (plus one seek when it empties the
-//! container holding the minimum or maximum).
+//! container's entry (its page for a small container; the single on every
+//! 64th edit of a big one: the fold) or a 3-byte delta entry (plus one seek
+//! when it empties the container holding the minimum or maximum).
 //! DEL and overwrites are O(1) through the key version (stale containers go
 //! with the data GC). Multi-key operations ([`Txn::tr_bitop`](crate::txn::Txn::tr_bitop) and friends)
 //! merge-scan the sources' container entries in block order, holding one
@@ -38,7 +39,7 @@
 //!   `setops` (TR.BITOP and the other multi-key operations).
 //! - `write_back`: the write-back tier's paths on a `Txn`.
 //!
-//! The machinery only bitmaps use: [`delta`] (delta entries),
+//! The machinery only bitmaps use: [`page`] (packed pages), [`delta`] (delta entries),
 //! [`block_facts`] and [`container_cache`] (the in-process cache of
 //! containers), [`dirty`] and [`oplog`] (the write-back tier's dirty map
 //! and operation log).
