@@ -1,6 +1,7 @@
 //! Writes of listed bits: TR.SETBIT, TR.SETBITS / TR.APPENDINTARRAY and
 //! TR.CLEARBITS. Contract: each container that changes is read once and
-//! stored once through [`Txn::bm_put`] (a delta entry where it fits); a
+//! stored once (a delta entry where it fits, else with the other changed
+//! containers of the command, page by page: `block_write::Edits`); a
 //! `Txn` begun with `Store::begin_keep_dirty` first offers a TR.SETBIT to
 //! the write-back tier (`write_back`) and absorbs the key when the tier
 //! refuses it.
@@ -12,6 +13,7 @@ use crate::keys;
 use crate::meta::Kind;
 use crate::txn::Txn;
 
+use super::block_write::Edits;
 use super::bytes::{cached_facts, split, view, Bytes};
 use super::delta;
 
@@ -104,6 +106,8 @@ impl Txn {
         sorted.sort_unstable();
         sorted.dedup();
         let mut changed = 0u64;
+        // The blocks' new containers are stored together, page by page.
+        let mut edits = Edits::new(&e);
         let mut i = 0;
         while i < sorted.len() {
             let hi = split(sorted[i]).0;
@@ -133,17 +137,17 @@ impl Txn {
                 let d = if set { delta } else { -delta };
                 // Over MAX_DELTA_OPS changes: `ops` is cut short, and too
                 // long for a delta, so the container is rewritten.
-                self.bm_put(
-                    db,
-                    key,
-                    &mut e,
-                    hi,
-                    (old.as_ref().map(ContainerBuf::as_ref), &new, n),
-                    (Some(&ops), Some(d), None),
+                let old = old.as_ref().map(ContainerBuf::as_ref);
+                self.bm_edit(
+                    (db, key, &mut e),
+                    &mut edits,
+                    (hi, old, new, n),
+                    (Some(&ops), Some(d)),
                 )?;
             }
             i = j;
         }
+        self.bm_finish_edits(db, key, &mut e, edits)?;
         if changed == 0 && !e.created {
             return Ok((e.s.card, 0));
         }

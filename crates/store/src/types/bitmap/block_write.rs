@@ -23,7 +23,124 @@ use super::page;
 use super::summary::{census, container_sum, Edit};
 use super::txn_state::WrittenBlock;
 
+/// Counts the edit of block `hi` from `old` to `new` in the summary of `e`:
+/// census, and the offsets' sum (`sum_delta` when the caller knows it,
+/// else computed from both containers). The extremes are the caller's
+/// ([`Txn::bm_settle_extremes`]).
+fn account(
+    e: &mut Edit,
+    hi: u16,
+    (old, new): (Option<ContainerRef<'_>>, &ContainerBuf),
+    sum_delta: Option<i128>,
+) {
+    let delta = match sum_delta {
+        Some(d) => d,
+        None => {
+            i128::from(container_sum(hi, new.as_ref()))
+                - old.map_or(0, |o| i128::from(container_sum(hi, o)))
+        }
+    };
+    if let Some(o) = old {
+        census(&mut e.s, o, false);
+    }
+    census(&mut e.s, new.as_ref(), true);
+    e.s.sum = u64::try_from(i128::from(e.s.sum) + delta).unwrap_or(0);
+}
+
+/// The edits of several blocks of one key, ascending, on their way to the
+/// store ([`Txn::bm_edit_blocks`], [`Txn::bm_put`]'s batched form): the
+/// summary's state before them, what each edited block holds now, the
+/// edits' own extremes, and the changed containers not yet placed.
+pub(super) struct Edits {
+    before: (bool, u32, u32),
+    edited: Vec<(u16, bool)>,
+    new_min: Option<u32>,
+    new_max: Option<u32>,
+    chunk: Vec<(u16, Option<ContainerBuf>, u16)>,
+    chunk_bytes: usize,
+}
+
+impl Edits {
+    /// Edits of the key whose summary is in `e` now.
+    pub(super) fn new(e: &Edit) -> Self {
+        Edits {
+            before: (e.s.card == 0, e.s.min, e.s.max),
+            edited: Vec::new(),
+            new_min: None,
+            new_max: None,
+            chunk: Vec::new(),
+            chunk_bytes: 0,
+        }
+    }
+
+    /// Notes that block `hi` (above every block noted before) holds `new`.
+    fn note(&mut self, hi: u16, new: &ContainerBuf) {
+        if let (Some(lo), Some(up)) = (new.as_ref().min(), new.as_ref().max()) {
+            self.new_min = self.new_min.or(Some(join(hi, lo)));
+            self.new_max = Some(join(hi, up));
+        }
+        self.edited.push((hi, !new.is_empty()));
+    }
+}
+
 impl Txn {
+    /// Adds the edit of block `hi` from `old` (`n` delta entries) to `new`
+    /// to `edits`: counted in the summary at once; stored as a delta entry
+    /// when `ops` (the bits that changed, when the caller has them) fit one
+    /// on a single, else queued for [`Txn::bm_place_many`] (stored once
+    /// about [`EDIT_CHUNK_BYTES`] are queued, and by
+    /// [`Txn::bm_finish_edits`]).
+    ///
+    /// # Errors
+    /// `Io`, `Corrupt`.
+    pub(super) fn bm_edit(
+        &mut self,
+        (db, key, e): (u16, &[u8], &mut Edit),
+        edits: &mut Edits,
+        (hi, old, new, n): (u16, Option<ContainerRef<'_>>, ContainerBuf, u16),
+        (ops, sum_delta): (Option<delta::Ops<'_>>, Option<i128>),
+    ) -> Result<()> {
+        account(e, hi, (old, &new), sum_delta);
+        edits.note(hi, &new);
+        let single = old.is_some_and(|o| n > 0 || o.byte_len() >= page::STANDALONE_BYTES);
+        if let Some(ops) = ops.filter(|ops| single && Self::bm_delta_fits((n, ops, &new))) {
+            self.bm_put_delta(db, key, e, hi, n, (ops, &new, None));
+            return Ok(());
+        }
+        edits.chunk_bytes += new.as_bytes().len();
+        edits.chunk.push((hi, (!new.is_empty()).then_some(new), n));
+        if edits.chunk_bytes >= EDIT_CHUNK_BYTES {
+            self.bm_store_chunk(db, key, e, std::mem::take(&mut edits.chunk))?;
+            edits.chunk_bytes = 0;
+        }
+        Ok(())
+    }
+
+    /// Stores what `edits` still queues and settles the summary's extremes.
+    ///
+    /// # Errors
+    /// `Io`, `Corrupt`.
+    pub(super) fn bm_finish_edits(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        e: &mut Edit,
+        mut edits: Edits,
+    ) -> Result<()> {
+        self.bm_store_chunk(db, key, e, std::mem::take(&mut edits.chunk))?;
+        if edits.edited.is_empty() {
+            return Ok(());
+        }
+        self.bm_settle_extremes(
+            db,
+            key,
+            e,
+            edits.before,
+            &edits.edited,
+            (edits.new_min, edits.new_max),
+        )
+    }
+
     /// Stores `ops` (the bits that change, in order) as delta number `seq`
     /// of container `hi`, whose content after them is `new` (with `facts`,
     /// when known).
@@ -95,18 +212,7 @@ impl Txn {
         (ops, sum_delta, facts): (Option<delta::Ops<'_>>, Option<i128>, Option<BlockFacts>),
     ) -> Result<()> {
         let before = (e.s.card == 0, e.s.min, e.s.max);
-        let delta = match sum_delta {
-            Some(d) => d,
-            None => {
-                i128::from(container_sum(hi, new.as_ref()))
-                    - old.map_or(0, |o| i128::from(container_sum(hi, o)))
-            }
-        };
-        if let Some(o) = old {
-            census(&mut e.s, o, false);
-        }
-        census(&mut e.s, new.as_ref(), true);
-        e.s.sum = u64::try_from(i128::from(e.s.sum) + delta).unwrap_or(0);
+        account(e, hi, (old, new), sum_delta);
         let version = e.meta.version;
         // Only a single (see `page`) takes deltas: one with some already,
         // or one too big for a page.
@@ -380,11 +486,7 @@ impl Txn {
         mut f: impl FnMut(u16, &mut ContainerBuf),
     ) -> Result<()> {
         let version = e.meta.version;
-        let before = (e.s.card == 0, e.s.min, e.s.max);
-        let mut edited: Vec<(u16, bool)> = Vec::new();
-        let (mut new_min, mut new_max): (Option<u32>, Option<u32>) = (None, None);
-        let mut chunk: Vec<(u16, Option<ContainerBuf>, u16)> = Vec::new();
-        let mut chunk_bytes = 0usize;
+        let mut edits = Edits::new(e);
         for hi in blocks {
             let (old, n) = match self.bm_container(db, key, version, hi, Some(&e.s))? {
                 Some((c, n)) => (Some(c), n),
@@ -395,37 +497,13 @@ impl Txn {
             if old.as_ref() == Some(&new) || (old.is_none() && new.is_empty()) {
                 continue;
             }
-            let delta = i128::from(container_sum(hi, new.as_ref()))
-                - old
-                    .as_ref()
-                    .map_or(0, |o| i128::from(container_sum(hi, o.as_ref())));
-            if let Some(o) = &old {
-                census(&mut e.s, o.as_ref(), false);
-            }
-            census(&mut e.s, new.as_ref(), true);
-            e.s.sum = u64::try_from(i128::from(e.s.sum) + delta).unwrap_or(0);
-            // Blocks ascend: the first minimum and the last maximum met
-            // are the edits' own.
-            if let (Some(lo), Some(up)) = (new.as_ref().min(), new.as_ref().max()) {
-                new_min = new_min.or(Some(join(hi, lo)));
-                new_max = Some(join(hi, up));
-            }
-            edited.push((hi, !new.is_empty()));
-            chunk_bytes += new.as_bytes().len();
-            chunk.push((hi, (!new.is_empty()).then_some(new), n));
-            if chunk_bytes >= EDIT_CHUNK_BYTES {
-                self.bm_store_chunk(db, key, e, std::mem::take(&mut chunk))?;
-                chunk_bytes = 0;
-            }
+            let old = old.as_ref().map(ContainerBuf::as_ref);
+            self.bm_edit((db, key, e), &mut edits, (hi, old, new, n), (None, None))?;
         }
-        self.bm_store_chunk(db, key, e, chunk)?;
-        if edited.is_empty() {
-            return Ok(());
-        }
-        self.bm_settle_extremes(db, key, e, before, &edited, (new_min, new_max))
+        self.bm_finish_edits(db, key, e, edits)
     }
 
-    /// Stores a chunk of [`Txn::bm_edit_blocks`]: `(block, new container
+    /// Stores a chunk of [`Edits`]: `(block, new container
     /// (`None`: emptied), its delta entries)`, ascending; drops their
     /// deltas and records the blocks for later reads and the container
     /// cache.
