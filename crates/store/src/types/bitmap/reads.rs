@@ -17,7 +17,7 @@ use super::stream::{head, take};
 use super::summary::key_bytes;
 
 /// Container bytes up to which TR.GETBITS reads a key whole when it names
-/// at least as many offsets as the key has containers.
+/// an offset for at least one in eight of the key's containers.
 const GETBITS_WHOLE_BYTES: u64 = 64 * 1024;
 
 /// Clamps an offset computed in u64 to the reply: −1 past 2^32 − 1.
@@ -97,10 +97,10 @@ impl Txn {
         let Some((version, s)) = self.bm_version(db, key)? else {
             return Ok(None);
         };
-        if offs.len() as u64 >= s.containers && key_bytes(&s) <= GETBITS_WHOLE_BYTES {
-            // As many offsets as containers, in a small key: one scan of
-            // the key (a page holds many of them) instead of a lookup per
-            // offset.
+        if 8 * offs.len() as u64 >= s.containers && key_bytes(&s) <= GETBITS_WHOLE_BYTES {
+            // Offsets for one container in eight or more, in a small key:
+            // one scan of the key (a page holds many of its containers)
+            // instead of a lookup, each reading a whole page, per offset.
             let mut all: Vec<(u16, ContainerBuf)> = Vec::new();
             let mut st = self.bm_key_stream(db, key, version, (0, false), &s);
             while let Some(hi) = head(&mut st)? {
