@@ -13,12 +13,11 @@ use roaringd_bitmap::ContainerBuf;
 
 use crate::error::{Result, StoreError};
 use crate::keys;
-use crate::kv::Space;
 use crate::meta::BitmapSummary;
 use crate::txn::Txn;
 
 use super::block_facts::BlockFacts;
-use super::bytes::{fold_first, view, Bytes, RawEntries};
+use super::bytes::{fold_first, view, Bytes};
 use super::container_cache::{held_charge, padded_with, Held, PAD};
 use super::delta::{self, Folded};
 use super::page;
@@ -58,7 +57,7 @@ impl Txn {
             && self.data_overlay_has_prefix(&keys::data_prefix(db, key, version))
         {
             return Ok(self
-                .bm_block_at(db, key, (version, None), hi, true)?
+                .bm_block_at(db, key, (version, None), hi)?
                 .map(|(v, n)| Bytes::Owned(v, n)));
         }
         // A point read: the memory tier holds the key's stored bytes; the
@@ -71,35 +70,21 @@ impl Txn {
     }
 
     /// Container `hi` of a key version with its deltas, as `(bytes,
-    /// deltas)`: from the first entry at or after the block (one seek, see
-    /// [`super::page`]), which is its single, a page holding it, or
-    /// another block's entry (absent). A single's delta entries are read
-    /// after it unless the key is known to have none (`s`, its summary,
-    /// read under the key's lock, which this `Txn` still holds: no delta
-    /// can appear meanwhile). `merged`: through this `Txn`'s overlay (it
-    /// wrote the version), else from the `Kv` alone.
+    /// deltas)`, as this `Txn` sees it: from the first entry at or after
+    /// the block (one seek, see [`super::page`]), which is its single, a
+    /// page holding it, or another block's entry (absent). A single's delta
+    /// entries are read after it unless the key is known to have none (`s`,
+    /// its summary, read under the key's lock, which this `Txn` still
+    /// holds: no delta can appear meanwhile).
     fn bm_block_at(
         &self,
         db: u16,
         key: &[u8],
         (version, s): (u64, Option<&BitmapSummary>),
         hi: u16,
-        merged: bool,
     ) -> Result<Option<(Vec<u8>, u16)>> {
         let sub = hi.to_be_bytes();
-        let first = if merged {
-            self.data_first(db, key, version, Bound::Included(&sub), false)?
-        } else {
-            let from = keys::data_key(db, key, version, &sub);
-            let pend = crate::kv::prefix_end(&keys::data_prefix(db, key, version));
-            let end = pend.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-            let plen = from.len() - 2;
-            self.inner
-                .kv
-                .range_first(Space::Data, Bound::Included(&from), end, false)?
-                .map(|(k, v)| (k[plen..].to_vec(), v))
-        };
-        let Some((at, v)) = first else {
+        let Some((at, v)) = self.data_first(db, key, version, Bound::Included(&sub), false)? else {
             return Ok(None);
         };
         let [a, b] = at[..] else {
@@ -114,30 +99,18 @@ impl Txn {
         if k != hi {
             return Ok(None);
         }
-        if !merged && s.is_some_and(|s| s.deltas == 0) && self.holds_lock(db, key) {
+        if s.is_some_and(|s| s.deltas == 0) && self.holds_lock(db, key) {
             return Ok(Some((v, 0)));
         }
-        let rest: RawEntries<'_> = if merged {
-            let (lo, up) = (delta::delta_sub(hi, 0), delta::delta_sub(hi, u16::MAX));
-            let within = (Bound::Included(&lo[..]), Bound::Included(&up[..]));
-            Box::new(self.data_range(db, key, version, within, false))
-        } else {
-            let lo = keys::data_key(db, key, version, &delta::delta_sub(hi, 0));
-            let up = keys::data_key(db, key, version, &delta::delta_sub(hi, u16::MAX));
-            let plen = lo.len() - 4;
-            Box::new(
-                self.inner
-                    .kv
-                    .range(
-                        Space::Data,
-                        Bound::Included(&lo),
-                        Bound::Included(&up),
-                        false,
-                    )
-                    .map(move |r| r.map(|(k, v)| (k[plen..].to_vec(), v))),
-            )
-        };
-        fold_first(Box::new(std::iter::once(Ok((at, v))).chain(rest)), hi)
+        let (lo, up) = (delta::delta_sub(hi, 0), delta::delta_sub(hi, u16::MAX));
+        let deltas = self.data_range(
+            db,
+            key,
+            version,
+            (Bound::Included(&lo[..]), Bound::Included(&up[..])),
+            false,
+        );
+        fold_first(Box::new(std::iter::once(Ok((at, v))).chain(deltas)), hi)
     }
 
     /// As [`Txn::bm_get`] for a block this `Txn` has not written (`s`:
@@ -156,7 +129,7 @@ impl Txn {
         let cc = &self.inner.ccache;
         if !cc.enabled() {
             return Ok(self
-                .bm_block_at(db, key, (version, s), hi, false)?
+                .bm_block_at(db, key, (version, s), hi)?
                 .map(|(v, n)| Bytes::Owned(v, n)));
         }
         if let Some(b) = cc.container(version, hi) {
@@ -169,11 +142,11 @@ impl Txn {
         }
         if !fill {
             return Ok(self
-                .bm_block_at(db, key, (version, s), hi, false)?
+                .bm_block_at(db, key, (version, s), hi)?
                 .map(|(v, n)| Bytes::Owned(v, n)));
         }
         let snap = cc.snapshot(version);
-        match self.bm_block_at(db, key, (version, s), hi, false)? {
+        match self.bm_block_at(db, key, (version, s), hi)? {
             Some((v, n)) => {
                 // Validated once here (see `ContainerBytes for Bytes`).
                 let facts = BlockFacts::of(view(&v)?.as_ref());

@@ -48,9 +48,9 @@ fn account(
 }
 
 /// The edits of several blocks of one key, ascending, on their way to the
-/// store ([`Txn::bm_edit_blocks`], [`Txn::bm_put`]'s batched form): the
-/// summary's state before them, what each edited block holds now, the
-/// edits' own extremes, and the changed containers not yet placed.
+/// store (range writes through [`Txn::bm_edit_blocks`], writes of listed
+/// bits): the summary's state before them, what each edited block holds
+/// now, the edits' own extremes, and the changed containers not yet placed.
 pub(super) struct Edits {
     before: (bool, u32, u32),
     edited: Vec<(u16, bool)>,
@@ -102,8 +102,7 @@ impl Txn {
     ) -> Result<()> {
         account(e, hi, (old, &new), sum_delta);
         edits.note(hi, &new);
-        let single = old.is_some_and(|o| n > 0 || o.byte_len() >= page::STANDALONE_BYTES);
-        if let Some(ops) = ops.filter(|ops| single && Self::bm_delta_fits((n, ops, &new))) {
+        if let Some(ops) = ops.filter(|ops| Self::bm_delta_fits((old, n), ops, &new)) {
             self.bm_put_delta(db, key, e, hi, n, (ops, &new, None));
             return Ok(());
         }
@@ -177,14 +176,22 @@ impl Txn {
         e.s.deltas = e.s.deltas.saturating_sub(u64::from(n));
     }
 
-    /// True when a write of `ops` to a container (now `new`, with `n`
-    /// deltas stored) is kept as a delta entry rather than a rewrite: the
-    /// container is big, it has room for one more delta, and the edit is
-    /// small. A block may take several deltas in one `Txn`: the container
+    /// True when a write of `ops` to a container (`old` before it, with
+    /// `n` deltas stored; `new` after it) is kept as a delta entry rather
+    /// than a rewrite: the container is a single, big, with room for one
+    /// more delta, and the edit is small. A block may take several deltas in one `Txn`: the container
     /// cache applies its records in order, and later reads in the `Txn`
     /// find the block in [`BitmapTxnState::written`](super::txn_state::BitmapTxnState::written).
-    fn bm_delta_fits((n, ops, new): (u16, &[(u16, bool)], &ContainerBuf)) -> bool {
-        !ops.is_empty()
+    fn bm_delta_fits(
+        (old, n): (Option<ContainerRef<'_>>, u16),
+        ops: &[(u16, bool)],
+        new: &ContainerBuf,
+    ) -> bool {
+        // Only a single (see `page`) takes deltas: one with some already,
+        // or one too big for a page.
+        let single = old.is_some_and(|o| n > 0 || o.byte_len() >= page::STANDALONE_BYTES);
+        single
+            && !ops.is_empty()
             && ops.len() <= delta::MAX_DELTA_OPS
             && n + 1 < delta::MAX_DELTAS
             && new.as_bytes().len() >= delta::DELTA_MIN_BYTES
@@ -214,11 +221,8 @@ impl Txn {
         let before = (e.s.card == 0, e.s.min, e.s.max);
         account(e, hi, (old, new), sum_delta);
         let version = e.meta.version;
-        // Only a single (see `page`) takes deltas: one with some already,
-        // or one too big for a page.
-        let single = old.is_some_and(|o| n > 0 || o.byte_len() >= page::STANDALONE_BYTES);
         match ops {
-            Some(ops) if single && Self::bm_delta_fits((n, ops, new)) => {
+            Some(ops) if Self::bm_delta_fits((old, n), ops, new) => {
                 self.bm_put_delta(db, key, e, hi, n, (ops, new, facts));
             }
             _ if new.is_empty() && old.is_none() => {}
@@ -536,7 +540,7 @@ impl Txn {
     /// Records what block `hi` of `version` holds after it was stored in
     /// the entry `dk` (`now`: the container, padded; `None`: deleted): for
     /// later reads in this `Txn` and for the container cache at commit.
-    fn bm_note_stored(
+    pub(super) fn bm_note_stored(
         &mut self,
         db: u16,
         (version, hi, dk): (u64, u16, Vec<u8>),

@@ -75,10 +75,10 @@ const HEAD_ARRAY: u16 = 0;
 const HEAD_RUN: u16 = 2;
 
 /// The container at the start of `b` (a page's compact form) in the
-/// container format, with the bytes it took; `None` when its head is not a
-/// page container's or the bytes are too short. The container itself is
+/// container format; `None` when its head is not a page container's or
+/// the bytes are too short. The container itself is
 /// checked by its reader ([`super::bytes::view`]).
-fn expand(b: &[u8]) -> Option<(Vec<u8>, usize)> {
+fn expand(b: &[u8]) -> Option<Vec<u8>> {
     let head = u16::from_le_bytes([*b.first()?, *b.get(1)?]);
     let count = usize::from(head & 0x3FFF) + 1;
     let (tag, payload, card) = match head >> 14 {
@@ -101,7 +101,7 @@ fn expand(b: &[u8]) -> Option<(Vec<u8>, usize)> {
         full.extend_from_slice(&(count as u16).to_le_bytes());
     }
     full.extend_from_slice(payload);
-    Some((full, 2 + payload.len()))
+    Some(full)
 }
 
 /// Appends container `c` (the container format: an array or a run
@@ -141,20 +141,46 @@ pub(super) fn containers(key: u16, value: &[u8]) -> Result<Containers> {
     if !is_page(value) {
         return Ok(vec![(key, value.to_vec())]);
     }
+    let mut at = Vec::new();
+    walk(key, value, |b, off| at.push((b, off)))?;
+    at.into_iter()
+        .map(|(b, off)| Ok((b, container_at(value, off)?)))
+        .collect()
+}
+
+/// The container of block `hi` in an entry (key block `key`), if it holds
+/// one, in the container format: the page's layout checked in one pass
+/// that allocates nothing, then the one container rebuilt.
+///
+/// # Errors
+/// As [`containers`].
+pub(super) fn find(key: u16, value: &[u8], hi: u16) -> Result<Option<Vec<u8>>> {
+    if !is_page(value) {
+        return Ok((key == hi).then(|| value.to_vec()));
+    }
+    let mut found = None;
+    walk(key, value, |b, off| {
+        if b == hi {
+            found = Some(off);
+        }
+    })?;
+    found.map(|off| container_at(value, off)).transpose()
+}
+
+/// Checks the layout of page `value` (key block `key`) whole: header,
+/// ascending blocks, container heads that fit, no trailing bytes, the last
+/// block the key's. Calls `each` with every container's block and offset.
+fn walk(key: u16, value: &[u8], mut each: impl FnMut(u16, usize)) -> Result<()> {
     let n = check_header(value)?;
     let block = |i: usize| u16::from_le_bytes([value[HEADER + 2 * i], value[HEADER + 2 * i + 1]]);
     let mut at = HEADER + 2 * n;
-    let mut out = Vec::with_capacity(n);
     for i in 0..n {
         if i > 0 && block(i - 1) >= block(i) {
             return Err(corrupt("blocks not ascending"));
         }
-        let (c, took) = expand(&value[at..]).ok_or_else(|| corrupt("bad container"))?;
-        if c.len() >= STANDALONE_BYTES {
-            return Err(corrupt("a container too big for a page"));
-        }
-        out.push((block(i), c));
-        at += took;
+        let size = compact_size(&value[at..]).ok_or_else(|| corrupt("bad container"))?;
+        each(block(i), at);
+        at += size;
     }
     if at != value.len() {
         return Err(corrupt("trailing bytes"));
@@ -162,7 +188,17 @@ pub(super) fn containers(key: u16, value: &[u8]) -> Result<Containers> {
     if block(n - 1) != key {
         return Err(corrupt("last block differs from the entry's key"));
     }
-    Ok(out)
+    Ok(())
+}
+
+/// The container at offset `at` of a page [`walk`] checked, rebuilt in
+/// the container format.
+fn container_at(value: &[u8], at: usize) -> Result<Vec<u8>> {
+    let c = expand(&value[at..]).ok_or_else(|| corrupt("bad container"))?;
+    if c.len() >= STANDALONE_BYTES {
+        return Err(corrupt("a container too big for a page"));
+    }
+    Ok(c)
 }
 
 /// Bytes container head `b` (a page's compact form) takes: head and
@@ -177,47 +213,6 @@ fn compact_size(b: &[u8]) -> Option<usize> {
         _ => return None,
     };
     (size <= b.len()).then_some(size)
-}
-
-/// The container of block `hi` in an entry (key block `key`), if it holds
-/// one, in the container format: one pass over the page's block list and
-/// container heads (its layout checked whole, nothing allocated), then the
-/// one container rebuilt.
-///
-/// # Errors
-/// As [`containers`].
-pub(super) fn find(key: u16, value: &[u8], hi: u16) -> Result<Option<Vec<u8>>> {
-    if !is_page(value) {
-        return Ok((key == hi).then(|| value.to_vec()));
-    }
-    let n = check_header(value)?;
-    let block = |i: usize| u16::from_le_bytes([value[HEADER + 2 * i], value[HEADER + 2 * i + 1]]);
-    let mut at = HEADER + 2 * n;
-    let mut found = None;
-    for i in 0..n {
-        if i > 0 && block(i - 1) >= block(i) {
-            return Err(corrupt("blocks not ascending"));
-        }
-        let size = compact_size(&value[at..]).ok_or_else(|| corrupt("bad container"))?;
-        if block(i) == hi {
-            found = Some(at);
-        }
-        at += size;
-    }
-    if at != value.len() {
-        return Err(corrupt("trailing bytes"));
-    }
-    if block(n - 1) != key {
-        return Err(corrupt("last block differs from the entry's key"));
-    }
-    let Some(at) = found else {
-        return Ok(None);
-    };
-    let (c, _) = expand(&value[at..]).ok_or_else(|| corrupt("bad container"))?;
-    if c.len() >= STANDALONE_BYTES {
-        return Err(corrupt("a container too big for a page"));
-    }
-    Ok(Some(c))
 }
 
 /// A page's container count, once its header and block list fit.

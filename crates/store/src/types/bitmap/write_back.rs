@@ -271,15 +271,13 @@ impl Txn {
             } else {
                 padded_with(&bytes[PAD..], 0, facts_of(bytes))
             };
-            if let Some(dk) = holder.filter(|_| self.inner.ccache.enabled()) {
-                self.bm.cc_pending.record_stored(
-                    (version, hi, dk),
-                    Some(Arc::clone(&bytes)),
-                    false,
-                );
+            match holder {
+                Some(dk) => self.bm_note_stored(db, (version, hi, dk), Some(bytes)),
+                // A whole key: a fresh version, never in the cache.
+                None => self
+                    .bm
+                    .written_set((db, version, hi), WrittenBlock::Folded(bytes, None)),
             }
-            self.bm
-                .written_set((db, version, hi), WrittenBlock::Folded(bytes, None));
         }
         if let Some(mut p) = packer {
             p.finish(&mut entries);
