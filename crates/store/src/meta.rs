@@ -366,6 +366,14 @@ impl KeyMeta {
         Self::decode_header(bytes).map(|h| h.2)
     }
 
+    /// True when encoded meta bytes name a key whose elements live in
+    /// `data` entries (any type but a string); false for bytes that do not
+    /// decode.
+    #[must_use]
+    pub fn bytes_have_data(bytes: &[u8]) -> bool {
+        Self::decode_header(bytes).is_ok_and(|h| h.0 != 0)
+    }
+
     fn decode_header(bytes: &[u8]) -> Result<(u8, u8, u64, u64)> {
         if bytes.len() < HEADER {
             return Err(StoreError::corrupt("meta value shorter than its header"));

@@ -14,6 +14,7 @@ use crate::txn::Txn;
 use crate::types::bitmap::{container_cache, dirty, oplog};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
@@ -334,6 +335,16 @@ impl Store {
             None => None,
         };
         let databases = config.databases.clamp(1, INTERNAL_DB);
+        let user_keys = (
+            Bound::Included(&[0u8, 0][..]),
+            Bound::Excluded(&INTERNAL_DB.to_be_bytes()[..]),
+        );
+        if kv
+            .range_first(Space::Meta, user_keys.0, user_keys.1, false)?
+            .is_none()
+        {
+            tier.set_holds_all();
+        }
         if let Some(b) = kv.get(Space::Meta, &format_key())? {
             let found = decode_u64(&b)?;
             if found > STORE_FORMAT {
@@ -582,6 +593,31 @@ impl Store {
     /// commit.
     pub fn set_sync_mode(&self, mode: SyncMode) {
         self.inner.sync.store(mode.to_u8(), Ordering::Relaxed);
+    }
+
+    /// True when a command on `key` of `db` would be served from process
+    /// memory, without an LSM read (`Kv::is_resident`). Cheap: the server
+    /// asks it of every key of a request before running it.
+    #[must_use]
+    pub fn is_resident(&self, db: u16, key: &[u8]) -> bool {
+        self.inner.kv.is_resident(&keys::KeyBuf::meta(db, key))
+    }
+
+    /// Reads each key of `names` into the memory tier (`Kv::warm`). The
+    /// server calls it off its connection workers for a request whose keys
+    /// are not resident, then runs the request, so a read from disk holds
+    /// up only that client. Takes no key lock: what it loads is the LSM
+    /// store's state, installed only if no write to the key finished
+    /// meanwhile.
+    ///
+    /// # Errors
+    /// The first `Io` or `Corrupt` of a read (the command then meets it
+    /// again, or not, on its own read).
+    pub fn warm(&self, names: &[(u16, Vec<u8>)]) -> Result<()> {
+        for (db, key) in names {
+            self.inner.kv.warm(&keys::KeyBuf::meta(*db, key))?;
+        }
+        Ok(())
     }
 
     /// The memory tier: budget, policy and counters (`crate::tier`).

@@ -288,6 +288,27 @@ pub trait Kv: KvRead {
 
     /// Sizes for INFO.
     fn stats(&self) -> KvStats;
+
+    /// True when a command on the key whose `Meta` key is `mk` would find
+    /// what it reads in process memory: the key's meta is resident (or
+    /// known absent), and when the key keeps `data` entries they are held
+    /// whole (or the key is too big to be). Cheap (one hash lookup); always
+    /// true for an engine without a memory tier.
+    fn is_resident(&self, _mk: &[u8]) -> bool {
+        true
+    }
+
+    /// Reads the key whose `Meta` key is `mk` into process memory, as far
+    /// as [`Kv::is_resident`] asks, so that a command run next is served
+    /// without an LSM read (the key may be evicted again before that: then
+    /// the command reads the LSM store itself). A no-op for an engine
+    /// without a memory tier.
+    ///
+    /// # Errors
+    /// `Io` or `Corrupt` from the read; nothing is installed then.
+    fn warm(&self, _mk: &[u8]) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// True when the range holds no key at all (start after end), which some

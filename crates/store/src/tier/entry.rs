@@ -1,7 +1,8 @@
 //! One resident key of the memory tier: its `meta` entry and its `data`
 //! entries, in the stored bytes, and the shard that holds entries.
 
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
+use std::hash::{BuildHasher, Hasher};
 use std::ops::Bound;
 
 use super::data_map::DataMap;
@@ -69,6 +70,21 @@ impl Entry {
             Complete::All => true,
             Complete::Version(v) => version == Some(v),
             Complete::No => false,
+        }
+    }
+
+    /// True when a command on this key needs no LSM read (see
+    /// `Kv::is_resident`): the meta is known and, for a key with data
+    /// entries, they are complete here or too big to be.
+    pub(crate) fn is_warm(&self) -> bool {
+        match &self.meta {
+            None => false,
+            Some(None) => true,
+            Some(Some(m)) => {
+                self.complete != Complete::No
+                    || self.too_big
+                    || !crate::meta::KeyMeta::bytes_have_data(m)
+            }
         }
     }
 
@@ -201,10 +217,11 @@ pub(crate) fn collect_range(
 }
 
 /// One shard of the tier: resident keys in a vector (so that eviction can
-/// sample a uniformly random one) with an index by tier key.
+/// sample a uniformly random one) with an index of slot numbers by the
+/// key's hash. Each key's bytes are held once, in its slot.
 #[derive(Default)]
 pub(crate) struct Shard {
-    index: FxHashMap<Box<[u8]>, u32>,
+    index: HashTable<u32>,
     slots: Vec<(Box<[u8]>, Entry)>,
     /// Bumped by every write of a key of this shard (resident or not). A
     /// reader that missed notes it before reading the LSM store and fills
@@ -212,35 +229,69 @@ pub(crate) struct Shard {
     pub(crate) gen: u64,
 }
 
+fn hash(key: &[u8]) -> u64 {
+    let mut h = rustc_hash::FxBuildHasher.build_hasher();
+    h.write(key);
+    h.finish()
+}
+
 impl Shard {
+    fn find(&self, key: &[u8]) -> Option<usize> {
+        let slots = &self.slots;
+        self.index
+            .find(hash(key), |&i| *slots[i as usize].0 == *key)
+            .map(|&i| i as usize)
+    }
+
     pub(crate) fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let i = *self.index.get(key)?;
-        Some(&mut self.slots[i as usize].1)
+        let i = self.find(key)?;
+        Some(&mut self.slots[i].1)
     }
 
     /// The entry of `key`, created empty when absent (`created` says so).
     pub(crate) fn get_or_insert(&mut self, key: &[u8]) -> (&mut Entry, bool) {
-        if let Some(&i) = self.index.get(key) {
-            return (&mut self.slots[i as usize].1, false);
+        if let Some(i) = self.find(key) {
+            return (&mut self.slots[i].1, false);
         }
-        let i = self.slots.len() as u32;
-        self.index.insert(Box::from(key), i);
+        let i = self.slots.len();
+        let slots = &self.slots;
+        self.index
+            .insert_unique(hash(key), i as u32, |&j| hash(&slots[j as usize].0));
         let entry = Entry {
             bytes: KEY_OVERHEAD + key.len(),
             ..Entry::default()
         };
         self.slots.push((Box::from(key), entry));
-        (&mut self.slots[i as usize].1, true)
+        (&mut self.slots[i].1, true)
     }
 
-    /// Removes `key`; returns its counted bytes.
+    /// Removes `key`; returns its counted bytes. The slot vector and the
+    /// index give back their room once a quarter of it is in use, so a
+    /// shard that held many keys before the budget shrank does not keep
+    /// their slots.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<usize> {
-        let i = self.index.remove(key)? as usize;
-        let (_, entry) = self.slots.swap_remove(i);
-        if let Some((moved, _)) = self.slots.get(i) {
-            if let Some(j) = self.index.get_mut(moved) {
+        let slots = &self.slots;
+        let Ok(found) = self
+            .index
+            .find_entry(hash(key), |&i| *slots[i as usize].0 == *key)
+        else {
+            return None;
+        };
+        let (i, _) = found.remove();
+        let i = i as usize;
+        let last = self.slots.len() - 1;
+        if i != last {
+            let moved = hash(&self.slots[last].0);
+            if let Some(j) = self.index.find_mut(moved, |&j| j as usize == last) {
                 *j = i as u32;
             }
+        }
+        let (_, entry) = self.slots.swap_remove(i);
+        if self.slots.capacity() > 64 && self.slots.len() < self.slots.capacity() / 4 {
+            self.slots.shrink_to(self.slots.len() * 2);
+            let slots = &self.slots;
+            self.index
+                .shrink_to(slots.len() * 2, |&j| hash(&slots[j as usize].0));
         }
         Some(entry.bytes)
     }
@@ -255,11 +306,12 @@ impl Shard {
         self.slots.get(i).map(|(k, e)| (&**k, e))
     }
 
-    /// Drops every resident key; returns the counted bytes dropped.
+    /// Drops every resident key and the room they took; returns the
+    /// counted bytes dropped.
     pub(crate) fn clear(&mut self) -> usize {
         let bytes = self.slots.iter().map(|(_, e)| e.bytes).sum();
-        self.slots.clear();
-        self.index.clear();
+        self.slots = Vec::new();
+        self.index = HashTable::new();
         bytes
     }
 }
@@ -280,6 +332,23 @@ mod tests {
         assert!(s.get_mut(b"b").is_some());
         assert!(s.get_mut(b"a").is_none());
         assert!(s.remove(b"a").is_none());
+    }
+
+    #[test]
+    fn a_shard_that_shrinks_gives_back_its_room_and_keeps_its_keys() {
+        let mut s = Shard::default();
+        for i in 0..1000u32 {
+            s.get_or_insert(&i.to_be_bytes()).0.bytes = i as usize;
+        }
+        let big = s.slots.capacity();
+        for i in 0..990u32 {
+            assert_eq!(s.remove(&i.to_be_bytes()), Some(i as usize));
+        }
+        assert!(s.slots.capacity() < big / 4);
+        for i in 990..1000u32 {
+            assert_eq!(s.get_mut(&i.to_be_bytes()).unwrap().bytes, i as usize);
+        }
+        assert!(s.get_mut(&5u32.to_be_bytes()).is_none());
     }
 
     #[test]

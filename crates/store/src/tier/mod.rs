@@ -41,7 +41,7 @@ use entry::{suffix_version, Complete, Entry, Shard};
 use parking_lot::Mutex;
 use std::hash::{BuildHasher, Hasher};
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -113,6 +113,11 @@ pub struct Tier {
     written_bytes: AtomicU64,
     started: Instant,
     seed: AtomicU64,
+    /// Every key the LSM store has is resident: set when the store opened
+    /// without keys, cleared by the first eviction or clear. While it
+    /// holds, a key the tier lacks does not exist, so nothing is gained by
+    /// reading it in ahead of a command (`Kv::is_resident`).
+    holds_all: AtomicBool,
 }
 
 impl Tier {
@@ -133,6 +138,7 @@ impl Tier {
             written_bytes: AtomicU64::new(0),
             started: Instant::now(),
             seed: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
+            holds_all: AtomicBool::new(false),
         }
     }
 
@@ -174,8 +180,15 @@ impl Tier {
         }
     }
 
+    /// Declares that the LSM store has no keys the tier lacks (the store
+    /// opened empty); the first eviction or clear ends it.
+    pub fn set_holds_all(&self) {
+        self.holds_all.store(true, Ordering::Relaxed);
+    }
+
     /// Drops every resident key (a cache decision: nothing is lost).
     pub fn clear(&self) {
+        self.holds_all.store(false, Ordering::Relaxed);
         for s in &*self.shards {
             let mut s = s.lock();
             s.gen += 1;
@@ -245,6 +258,7 @@ impl Tier {
             if let Some(victim) = self.pick_victim() {
                 let mut s = self.shard_of(&victim).lock();
                 if let Some(bytes) = s.remove(&victim) {
+                    self.holds_all.store(false, Ordering::Relaxed);
                     s.gen += 1;
                     self.resident.fetch_sub(bytes, Ordering::Relaxed);
                     self.keys.fetch_sub(1, Ordering::Relaxed);
@@ -732,6 +746,35 @@ impl Kv for TieredKv {
     fn stats(&self) -> KvStats {
         self.inner.stats()
     }
+
+    fn is_resident(&self, mk: &[u8]) -> bool {
+        let mut s = self.tier.shard_of(mk).lock();
+        match s.get_mut(mk) {
+            Some(e) => e.is_warm(),
+            None => self.tier.holds_all.load(Ordering::Relaxed),
+        }
+    }
+
+    fn warm(&self, mk: &[u8]) -> Result<()> {
+        let Some(meta) = self.get_meta(mk)? else {
+            return Ok(());
+        };
+        if !crate::meta::KeyMeta::bytes_have_data(&meta) {
+            return Ok(());
+        }
+        let gen = {
+            let mut s = self.tier.shard_of(mk).lock();
+            match s.get_mut(mk) {
+                Some(e) if e.is_warm() => return Ok(()),
+                _ => s.gen,
+            }
+        };
+        let (db, user) = keys::split_meta_key(mk)?;
+        let mut prefix = keys::data_prefix(db, user, 0);
+        prefix.truncate(prefix.len() - 8);
+        self.load_whole(mk, &prefix, gen, |_| ())?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -884,6 +927,80 @@ mod tests {
             let mk = keys::meta_key(0, &i.to_be_bytes());
             assert_eq!(kv.get(Space::Meta, &mk).unwrap(), Some(vec![1; 40]));
         }
+    }
+
+    #[test]
+    fn warming_a_cold_key_makes_a_command_on_it_read_no_lsm() {
+        let (kv, reads) = tiered(1 << 20);
+        let meta = crate::meta::KeyMeta {
+            version: 9,
+            expire_at_ms: 0,
+            big: false,
+            noint: false,
+            summary: crate::meta::Summary::Set { card: 3 },
+        };
+        let mk = keys::meta_key(0, b"s");
+        put(&kv, Space::Meta, &mk, &meta.encode());
+        for m in [b"a", b"b", b"c"] {
+            put(&kv, Space::Data, &keys::data_key(0, b"s", 9, m), b"");
+        }
+        let sk = keys::meta_key(0, b"str");
+        let smeta = crate::meta::KeyMeta {
+            version: 1,
+            expire_at_ms: 0,
+            big: false,
+            noint: false,
+            summary: crate::meta::Summary::String(b"v".to_vec()),
+        };
+        put(&kv, Space::Meta, &sk, &smeta.encode());
+        kv.tier().clear();
+        let absent = keys::meta_key(0, b"nothing");
+        for k in [&mk, &sk, &absent] {
+            assert!(!kv.is_resident(k));
+        }
+        // A set's meta alone is not enough: its members are read whole.
+        let _ = kv.get(Space::Meta, &mk).unwrap();
+        assert!(!kv.is_resident(&mk));
+        for k in [&mk, &sk, &absent] {
+            kv.warm(k).unwrap();
+            assert!(kv.is_resident(k));
+        }
+        let before = reads.load(Ordering::Relaxed);
+        assert_eq!(kv.get(Space::Meta, &sk).unwrap(), Some(smeta.encode()));
+        assert_eq!(kv.get(Space::Meta, &absent).unwrap(), None);
+        let prefix = keys::data_prefix(0, b"s", 9);
+        assert_eq!(kv.prefix(Space::Data, &prefix, false).count(), 3);
+        assert_eq!(
+            kv.get(Space::Data, &keys::data_key(0, b"s", 9, b"z"))
+                .unwrap(),
+            None
+        );
+        assert_eq!(reads.load(Ordering::Relaxed), before);
+        // Warming what is resident reads nothing.
+        kv.warm(&mk).unwrap();
+        assert_eq!(reads.load(Ordering::Relaxed), before);
+    }
+
+    #[test]
+    fn a_tier_that_holds_every_key_calls_an_unknown_key_resident_until_it_evicts() {
+        let (kv, _) = tiered(4 << 10);
+        let unknown = keys::meta_key(0, b"never-written");
+        assert!(!kv.is_resident(&unknown));
+        kv.tier().set_holds_all();
+        assert!(kv.is_resident(&unknown));
+        for i in 0..200u32 {
+            put(
+                &kv,
+                Space::Meta,
+                &keys::meta_key(0, &i.to_be_bytes()),
+                &[1; 40],
+            );
+        }
+        assert!(kv.tier().stats().evictions > 0);
+        assert!(!kv.is_resident(&unknown));
+        kv.tier().set_holds_all();
+        kv.tier().clear();
+        assert!(!kv.is_resident(&unknown));
     }
 
     #[test]
