@@ -681,6 +681,71 @@ def test_restart_with_a_store_many_times_the_tier(roaringd_server):
     c.close()
 
 
+@pytest.mark.roaringd_only
+def test_pipelined_commands_on_cold_keys_from_many_clients(roaringd_server):
+    """After a restart behind a 1 MiB tier, every key is cold: each request
+    has its keys read in off the connection worker before it runs
+    (`Store::warm`). Four clients pipeline reads and writes over strings,
+    sets and bitmaps at once; every reply is the one its place in the
+    pipeline asks for, and the writes read back."""
+    srv = roaringd_server(["--maxmemory", "1mb"]).start()
+    c = srv.client()
+    rnd = random.Random(5)
+    bits = {}
+    for i in range(400):
+        c.call("SET", f"s{i}", f"{i}" * 500)
+        c.call("SADD", f"set{i}", *[f"m{j}" for j in range(i % 40 + 1)])
+        bits[i] = sorted({rnd.randrange(10_000_000) for _ in range(100)})
+        c.call("TR.SETBITS", f"bm{i}", *map(str, bits[i]))
+    c.close()
+    srv.restart()
+    errors = []
+
+    def client(t):
+        try:
+            cc = srv.client()
+            r = random.Random(t)
+            for _ in range(10):
+                cmds, want = [], []
+                for _ in range(40):
+                    i = r.randrange(400)
+                    kind = r.randrange(4)
+                    if kind == 0:
+                        cmds.append(("GET", f"s{i}"))
+                        want.append(None)  # written by other clients too
+                    elif kind == 1:
+                        cmds.append(("SCARD", f"set{i}"))
+                        want.append(i % 40 + 1)
+                    elif kind == 2:
+                        cmds.append(("TR.GETBIT", f"bm{i}", str(bits[i][r.randrange(100)])))
+                        want.append(1)
+                    else:
+                        v = f"t{t}-{i}"
+                        cmds += [("SET", f"x{t}-{i}", v), ("GET", f"x{t}-{i}")]
+                        want += [Status(b"OK"), v.encode()]
+                for got, exp, cmd in zip(cc.pipeline(cmds), want, cmds):
+                    if exp is None:
+                        ok = got == (cmd[1][1:] * 500).encode()
+                    else:
+                        ok = got == exp
+                    if not ok:
+                        errors.append((cmd, got, exp))
+            cc.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=client, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    assert not errors, errors[:5]
+    c = srv.client()
+    assert _tier(c)["tier_misses"] > 0
+    assert c.call("GET", "s7") == b"7" * 500
+    c.close()
+
+
 def _portable_bytes(bits):
     """Size of the portable Roaring serialization of `bits` (array and bitset
     containers, no runs: the layout CRoaring writes for random ids)."""

@@ -51,6 +51,13 @@ pub struct Client {
     /// output buffer had when it was replied: it goes after those bytes
     /// (`dispatch::encode` adds them; the connection writes and drops them).
     pub(crate) streams: Vec<(usize, crate::stream::StreamedReply)>,
+    /// Keys of the next request that are not resident in the memory tier:
+    /// the connection reads them in (`Store::warm`) off its worker, then
+    /// runs the request (see `crate::connection`).
+    pub(crate) cold: Vec<(u16, Vec<u8>)>,
+    /// The next request runs without the residency check (its keys were
+    /// just warmed; if they were evicted again meanwhile, it reads them).
+    pub(crate) warmed: bool,
 }
 
 impl Client {
@@ -73,6 +80,8 @@ impl Client {
             key_scratch: Vec::with_capacity(8),
             wrote: false,
             streams: Vec::new(),
+            cold: Vec::new(),
+            warmed: false,
         }
     }
 

@@ -22,7 +22,7 @@ use tokio::sync::futures::Notified;
 
 use crate::client::{Client, ClientInfo};
 use crate::dispatch;
-use crate::pipeline::Batch;
+use crate::pipeline::{Batch, Push};
 use crate::state::{now_ms, Server};
 use crate::stream::{StreamedReply, CHUNK_BYTES};
 
@@ -58,6 +58,9 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
     tokio::pin!(killed);
 
     loop {
+        if !client.cold.is_empty() {
+            warm(&server, &mut client).await;
+        }
         if !more {
             if rbuf.capacity() - rbuf.len() < READ_CHUNK {
                 rbuf.reserve(READ_CHUNK.max(rbuf.len() / 2));
@@ -113,7 +116,8 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
                 (rbuf.len(), true)
             }
         };
-        more = !close && start < rbuf.len() && !client.streams.is_empty();
+        more =
+            !close && start < rbuf.len() && !(client.streams.is_empty() && client.cold.is_empty());
         if start == rbuf.len() {
             rbuf.clear();
             parser.reset();
@@ -188,6 +192,18 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
     server.clients.lock().remove(&client.id);
 }
 
+/// Reads the keys of `client.cold` into the memory tier on the warm pool
+/// (`warm.rs`) while this task waits, so the worker serves its other
+/// connections meanwhile, and lets the next request run without the
+/// residency check (`client.warmed`).
+async fn warm(server: &Server, client: &mut Client) {
+    let names = std::mem::take(&mut client.cold);
+    let mut names = server.warm.warm(&server.store, names).await;
+    names.clear();
+    client.cold = names;
+    client.warmed = true;
+}
+
 /// Gives back the memory of an empty buffer grown past [`SHRINK_ABOVE`],
 /// keeping [`READ_CHUNK`]. A buffer of a big reply (hundreds of MB) is
 /// freed on a blocking thread: unmapping it took the worker tens of ms.
@@ -217,11 +233,18 @@ fn process(
     while start < rbuf.len() {
         match parser.parse(&rbuf[start..], limits) {
             Ok(Some(used)) => {
-                let grouped = match parser.multibulk_spans() {
+                let push = match parser.multibulk_spans() {
                     Some(spans) => batch.try_push(server, client, rbuf, start, spans),
-                    None => false,
+                    None => Push::Alone,
                 };
-                if !grouped {
+                if push == Push::Cold {
+                    // Its keys are read in off the worker (`serve`), then
+                    // it runs (is parsed again).
+                    batch.flush(server, client, rbuf, out);
+                    let close = over_hard_limit(server, client, out);
+                    return (start, close);
+                }
+                if push == Push::Alone {
                     batch.flush(server, client, rbuf, out);
                     if !client.streams.is_empty() {
                         // The group streams a reply: this request runs

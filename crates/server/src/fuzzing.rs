@@ -66,7 +66,7 @@ use crate::client::{Client, ClientInfo};
 use crate::command_table::{CommandTable, Entry};
 use crate::config::Config;
 use crate::dispatch;
-use crate::pipeline::Batch;
+use crate::pipeline::{Batch, Push};
 use crate::state::{now_ms, Server};
 
 /// Most reads (groups of requests) one input makes.
@@ -667,7 +667,20 @@ impl Harness {
             };
             ran += 1;
             let grouped = match h.parser.multibulk_spans() {
-                Some(spans) => h.batch.try_push(&h.server, &h.client, wire, start, spans),
+                Some(spans) => {
+                    let mut push = h
+                        .batch
+                        .try_push(&h.server, &mut h.client, wire, start, spans);
+                    if push == Push::Cold {
+                        // As the connection does, but on this thread.
+                        let _ = h.server.store.warm(&h.client.cold);
+                        h.client.warmed = true;
+                        push = h
+                            .batch
+                            .try_push(&h.server, &mut h.client, wire, start, spans);
+                    }
+                    push == Push::Grouped
+                }
                 None => false,
             };
             if !grouped {

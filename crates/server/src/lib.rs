@@ -32,6 +32,7 @@ pub mod start;
 pub mod state;
 pub mod stream;
 pub mod transaction;
+pub mod warm;
 pub mod watch;
 
 pub use command_table::{AclCat, CommandSpec, Flag, Handler, KeyFind, KeySpec, KeySpecDoc};

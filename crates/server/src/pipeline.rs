@@ -27,6 +27,17 @@ const MAX_COMMANDS: usize = 64;
 /// Most keys locked by one group.
 const MAX_KEYS: usize = 256;
 
+/// What [`Batch::try_push`] did with a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Push {
+    /// Queued in the group.
+    Grouped,
+    /// Not queued: it runs alone, after the group.
+    Alone,
+    /// Not queued: its keys must be read into memory first.
+    Cold,
+}
+
 /// Pending data commands of one read buffer, reused across reads.
 #[derive(Default)]
 pub struct Batch {
@@ -49,26 +60,30 @@ impl Batch {
     }
 
     /// Queues the request whose argument spans (relative to `base` in `buf`)
-    /// are `spans`, if it can join a group. Returns false (and queues
-    /// nothing) when it must run alone; the caller then flushes first.
+    /// are `spans`, if it can join a group. [`Push::Alone`] (nothing
+    /// queued) when it must run alone; the caller then flushes first.
+    /// [`Push::Cold`] (nothing queued) when some of its keys are not
+    /// resident in the memory tier (`Store::is_resident`): they are in
+    /// `client.cold`, for the connection to read in before it runs the
+    /// request; `client.warmed` skips that check once.
     pub fn try_push(
         &mut self,
         server: &Server,
-        client: &Client,
+        client: &mut Client,
         buf: &[u8],
         base: usize,
         spans: &[Span],
-    ) -> bool {
+    ) -> Push {
         if client.multi.is_some()
             || dispatch::needs_auth(server, client)
             || server.acl.generation() != client.acl_gen
             || spans.is_empty()
         {
-            return false;
+            return Push::Alone;
         }
         let args = Args::new(&buf[base..], spans);
         let Ok(entry) = dispatch::resolve(client, &args) else {
-            return false;
+            return Push::Alone;
         };
         let spec = entry.spec;
         if !(spec.has(Flag::Write) || spec.has(Flag::Readonly))
@@ -76,12 +91,25 @@ impl Batch {
             || !spec.arity_ok(args.len())
             || client.user.check(entry, &args).is_err()
         {
-            return false;
+            return Push::Alone;
         }
         self.idx.clear();
         spec.keys.extract(&args, &mut self.idx);
+        if !std::mem::take(&mut client.warmed) {
+            let db = client.db;
+            client.cold.clear();
+            for &i in &self.idx {
+                let key = args.get(i).unwrap_or_default();
+                if !server.store.is_resident(db, key) {
+                    client.cold.push((db, key.to_vec()));
+                }
+            }
+            if !client.cold.is_empty() {
+                return Push::Cold;
+            }
+        }
         if self.cmds.len() >= MAX_COMMANDS || self.keys.len() + self.idx.len() > MAX_KEYS {
-            return false;
+            return Push::Alone;
         }
         let first = self.spans.len();
         self.spans.extend(spans.iter().map(|s| Span {
@@ -92,7 +120,7 @@ impl Batch {
             self.keys.push((client.db, first + i));
         }
         self.cmds.push((entry, first, self.spans.len()));
-        true
+        Push::Grouped
     }
 
     /// Runs the pending commands as one transaction and appends their

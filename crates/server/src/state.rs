@@ -152,6 +152,8 @@ pub struct Server {
     pub acl: Acl,
     /// The `maxmemory` bound and the memory tier's share (`memory.rs`).
     pub memory: Arc<crate::memory::Governor>,
+    /// Threads that read cold keys into the memory tier (`warm.rs`).
+    pub warm: crate::warm::WarmPool,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -192,6 +194,7 @@ impl Server {
             shutdown: Notify::new(),
             bound_port: AtomicU64::new(0),
             memory: Arc::default(),
+            warm: crate::warm::WarmPool::default(),
         }
     }
 
