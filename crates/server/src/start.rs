@@ -118,6 +118,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
         config.io_threads,
         std::thread::available_parallelism().map_or(2, |n| n.get()),
     );
+    crate::allocator::configure();
     crate::allocator::start_collector();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)

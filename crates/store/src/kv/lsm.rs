@@ -11,6 +11,7 @@ use crate::kv::{
     WriteBatch, MAX_ENTRY_KEY,
 };
 use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
+use fjall::config::PartitioningPolicy;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable, Snapshot};
 use parking_lot::RwLock;
 use std::cell::RefCell;
@@ -79,9 +80,19 @@ impl LsmKv {
             }));
         }
         let db = builder.open().map_err(io)?;
+        // Partitioned index and filter blocks in every level (the engine's
+        // default partitions them from L3 only): a table of a lower level
+        // otherwise keeps its whole index in memory for good, about 4% of
+        // its size with 4 KiB blocks (21 MB for 3 million 182-byte records,
+        // a third of a 65 MB `maxmemory`). Partitioned, a table keeps only
+        // its top-level index, and the partitions go through the block
+        // cache, whose size `maxmemory` bounds.
         let open = |s: Space| {
             db.keyspace(s.name(), || {
-                KeyspaceCreateOptions::default().max_memtable_size(memtable_bytes.max(1 << 20))
+                KeyspaceCreateOptions::default()
+                    .max_memtable_size(memtable_bytes.max(1 << 20))
+                    .index_block_partitioning_policy(PartitioningPolicy::all(true))
+                    .filter_block_partitioning_policy(PartitioningPolicy::all(true))
             })
             .map_err(io)
         };
