@@ -8,8 +8,9 @@
 //! watches the process's resident size ten times a second: while it is
 //! above `maxmemory` the tier's budget shrinks by the excess (the tier
 //! evicts to the LSM store at once, and freed memory is handed back to the
-//! OS), and it grows back towards its share as room returns. Eviction is a
-//! cache decision only: every key stays in the LSM store.
+//! OS), and it grows back towards its share as room returns, and past its
+//! share while the process stays below the bound (see [`next_budget`]).
+//! Eviction is a cache decision only: every key stays in the LSM store.
 //!
 //! `maxmemory 0` (the default) means half of the memory this process may
 //! use: the smaller of the machine's memory and the limit of its memory
@@ -178,22 +179,46 @@ pub fn start_governor(store: Store, gov: Arc<Governor>) {
 
 /// One step of the governor for a resident size of `rss` bytes.
 pub fn govern(store: &Store, gov: &Governor, rss: u64) {
-    let max = gov.maxmemory.load(Ordering::Relaxed);
-    let share = gov.tier_share.load(Ordering::Relaxed);
     let tier = store.tier();
     let budget = tier.budget() as u64;
-    let next = if rss > max {
-        budget.saturating_sub(rss - max).max(MIN_TIER)
-    } else {
-        // Grow back by half the room below 95% of the bound.
-        let room = (max / 20 * 19).saturating_sub(rss);
-        (budget + room / 2).min(share)
-    };
+    let next = next_budget(
+        budget,
+        tier.stats().resident_bytes,
+        gov.tier_share.load(Ordering::Relaxed),
+        gov.maxmemory.load(Ordering::Relaxed),
+        rss,
+    );
     if next != budget {
         tier.set_budget(usize::try_from(next).unwrap_or(usize::MAX));
         if next < budget {
             crate::allocator::collect();
         }
+    }
+}
+
+/// The tier's next budget, from its budget and counted `resident` bytes,
+/// its `share` of the bound `max`, and the process's resident size `rss`.
+///
+/// - Over the bound: what the tier holds (or its budget, if less) less the
+///   excess, so that the excess is evicted, at least [`MIN_TIER`].
+/// - Under it: the budget grows by half the room left below 95% of the
+///   bound, up to the share; once the tier holds its share, on past it as
+///   far as its contents plus that room (the split's other parts, such as
+///   memtables and client buffers, may be using less than it allowed for;
+///   when they grow, the bound is crossed and the tier gives the room
+///   back).
+#[must_use]
+pub fn next_budget(budget: u64, resident: u64, share: u64, max: u64, rss: u64) -> u64 {
+    if rss > max {
+        budget.min(resident).saturating_sub(rss - max).max(MIN_TIER)
+    } else {
+        let room = (max / 20 * 19).saturating_sub(rss);
+        let cap = if resident >= share {
+            resident + room
+        } else {
+            share
+        };
+        (budget + room / 2).min(cap)
     }
 }
 
@@ -227,14 +252,44 @@ mod tests {
 
     #[test]
     fn the_governor_shrinks_the_tier_over_the_bound_and_regrows_it() {
+        const M: u64 = 1 << 20;
+        // Over the bound by 10 MiB with 50 MiB resident: evict 10 MiB.
+        assert_eq!(
+            next_budget(50 * M, 50 * M, 50 * M, 100 * M, 110 * M),
+            40 * M
+        );
+        // A budget the tier has not filled shrinks from what it holds.
+        assert_eq!(
+            next_budget(50 * M, 20 * M, 50 * M, 100 * M, 110 * M),
+            10 * M
+        );
+        assert_eq!(
+            next_budget(50 * M, 50 * M, 50 * M, 100 * M, 500 * M),
+            MIN_TIER
+        );
+        // Under it: back up to the share, in steps of half the room.
+        let mut b = MIN_TIER;
+        for _ in 0..40 {
+            b = next_budget(b, b.min(30 * M), 50 * M, 100 * M, 60 * M);
+        }
+        assert_eq!(b, 50 * M);
+        // Past the share only while the tier fills and the room lasts.
+        assert_eq!(
+            next_budget(50 * M, 50 * M, 50 * M, 100 * M, 80 * M),
+            57 * M + M / 2
+        );
+        assert_eq!(next_budget(50 * M, 10 * M, 50 * M, 100 * M, 80 * M), 50 * M);
+        assert_eq!(next_budget(50 * M, 50 * M, 50 * M, 100 * M, 96 * M), 50 * M);
+    }
+
+    #[test]
+    fn the_governor_step_changes_the_store_s_tier() {
         let store = Store::open(roaringd_store::StoreConfig::default()).unwrap();
         let gov = Governor {
             maxmemory: AtomicU64::new(100 << 20),
             tier_share: AtomicU64::new(50 << 20),
         };
         store.tier().set_budget(50 << 20);
-        govern(&store, &gov, 110 << 20);
-        assert_eq!(store.tier().budget(), 40 << 20);
         govern(&store, &gov, 500 << 20);
         assert_eq!(store.tier().budget(), MIN_TIER as usize);
         for _ in 0..40 {
