@@ -200,7 +200,7 @@ pub fn govern(store: &Store, gov: &Governor, rss: u64) {
 /// its `share` of the bound `max`, and the process's resident size `rss`.
 ///
 /// - Over the bound: what the tier holds (or its budget, if less) less the
-///   excess, so that the excess is evicted, at least [`MIN_TIER`].
+///   excess, so that the excess is evicted, at least 1 MiB.
 /// - Under it: the budget grows by half the room left below 95% of the
 ///   bound, up to the share; once the tier holds its share, on past it as
 ///   far as its contents plus that room (the split's other parts, such as

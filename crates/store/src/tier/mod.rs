@@ -830,6 +830,28 @@ mod tests {
         )
     }
 
+    fn key_meta(version: u64, summary: crate::meta::Summary) -> crate::meta::KeyMeta {
+        crate::meta::KeyMeta {
+            version,
+            expire_at_ms: 0,
+            big: false,
+            noint: false,
+            summary,
+        }
+    }
+
+    /// 200 keys of 40-byte metas: far more than a 4 KiB tier holds.
+    fn put_200_keys(kv: &TieredKv) {
+        for i in 0..200u32 {
+            put(
+                kv,
+                Space::Meta,
+                &keys::meta_key(0, &i.to_be_bytes()),
+                &[1; 40],
+            );
+        }
+    }
+
     fn put(kv: &TieredKv, space: Space, k: &[u8], v: &[u8]) {
         let mut b = WriteBatch::new();
         b.put(space, k.to_vec(), v.to_vec());
@@ -879,13 +901,7 @@ mod tests {
     #[test]
     fn a_batch_holding_a_whole_new_version_makes_it_complete() {
         let (kv, reads) = tiered(1 << 20);
-        let mut meta = crate::meta::KeyMeta {
-            version: 42,
-            expire_at_ms: 0,
-            big: false,
-            noint: false,
-            summary: crate::meta::Summary::Set { card: 2 },
-        };
+        let mut meta = key_meta(42, crate::meta::Summary::Set { card: 2 });
         let mk = keys::meta_key(0, b"s");
         let mut b = WriteBatch::new();
         b.put(Space::Meta, mk.clone(), meta.encode());
@@ -912,14 +928,7 @@ mod tests {
     #[test]
     fn eviction_keeps_the_budget_and_loses_nothing() {
         let (kv, _) = tiered(4 << 10);
-        for i in 0..200u32 {
-            put(
-                &kv,
-                Space::Meta,
-                &keys::meta_key(0, &i.to_be_bytes()),
-                &[1; 40],
-            );
-        }
+        put_200_keys(&kv);
         let st = kv.tier().stats();
         assert!(st.resident_bytes <= 4 << 10);
         assert!(st.evictions > 0);
@@ -932,26 +941,14 @@ mod tests {
     #[test]
     fn warming_a_cold_key_makes_a_command_on_it_read_no_lsm() {
         let (kv, reads) = tiered(1 << 20);
-        let meta = crate::meta::KeyMeta {
-            version: 9,
-            expire_at_ms: 0,
-            big: false,
-            noint: false,
-            summary: crate::meta::Summary::Set { card: 3 },
-        };
+        let meta = key_meta(9, crate::meta::Summary::Set { card: 3 });
         let mk = keys::meta_key(0, b"s");
         put(&kv, Space::Meta, &mk, &meta.encode());
         for m in [b"a", b"b", b"c"] {
             put(&kv, Space::Data, &keys::data_key(0, b"s", 9, m), b"");
         }
         let sk = keys::meta_key(0, b"str");
-        let smeta = crate::meta::KeyMeta {
-            version: 1,
-            expire_at_ms: 0,
-            big: false,
-            noint: false,
-            summary: crate::meta::Summary::String(b"v".to_vec()),
-        };
+        let smeta = key_meta(1, crate::meta::Summary::String(b"v".to_vec()));
         put(&kv, Space::Meta, &sk, &smeta.encode());
         kv.tier().clear();
         let absent = keys::meta_key(0, b"nothing");
@@ -988,14 +985,7 @@ mod tests {
         assert!(!kv.is_resident(&unknown));
         kv.tier().set_holds_all();
         assert!(kv.is_resident(&unknown));
-        for i in 0..200u32 {
-            put(
-                &kv,
-                Space::Meta,
-                &keys::meta_key(0, &i.to_be_bytes()),
-                &[1; 40],
-            );
-        }
+        put_200_keys(&kv);
         assert!(kv.tier().stats().evictions > 0);
         assert!(!kv.is_resident(&unknown));
         kv.tier().set_holds_all();
