@@ -283,27 +283,27 @@ impl Txn {
         };
         let s = e.s;
         let version = e.meta.version;
-        // The old extreme's block untouched or still holding values: the
-        // edits' own extremes decide; emptied: a later (earlier) block no
-        // edit touched may hold the new one.
-        let min = match state(old_min) {
-            None => Some(new_min.map_or(old_min, |m| m.min(old_min))),
-            Some(true) => new_min,
-            Some(false) => {
-                let beyond =
-                    self.bm_extreme(db, key, version, (false, (old_min >> 16) as u16), &s)?;
-                new_min.into_iter().chain(beyond).min()
-            }
+        // One extreme (`upward`: the maximum). The old one's block untouched
+        // or still holding values: the edits' own extreme decides; emptied:
+        // a block past it (before it, for the maximum) that no edit touched
+        // may hold the new one.
+        let settle = |old: u32, new: Option<u32>, upward: bool| -> Result<Option<u32>> {
+            let pick = |a: u32, b: u32| if upward { a.max(b) } else { a.min(b) };
+            Ok(match state(old) {
+                None => Some(new.map_or(old, |m| pick(m, old))),
+                Some(true) => new,
+                Some(false) => {
+                    let past =
+                        self.bm_extreme(db, key, version, (upward, (old >> 16) as u16), &s)?;
+                    match (new, past) {
+                        (Some(a), Some(b)) => Some(pick(a, b)),
+                        (a, b) => a.or(b),
+                    }
+                }
+            })
         };
-        let max = match state(old_max) {
-            None => Some(new_max.map_or(old_max, |m| m.max(old_max))),
-            Some(true) => new_max,
-            Some(false) => {
-                let before =
-                    self.bm_extreme(db, key, version, (true, (old_max >> 16) as u16), &s)?;
-                new_max.into_iter().chain(before).max()
-            }
-        };
+        let min = settle(old_min, new_min, false)?;
+        let max = settle(old_max, new_max, true)?;
         e.s.min = min.unwrap_or(0);
         e.s.max = max.unwrap_or(0);
         Ok(())
