@@ -110,13 +110,20 @@ pub fn split_meta_key(k: &[u8]) -> Result<(u16, &[u8])> {
     }
 }
 
-/// Prefix of every `data` entry of one key version: `db | len | key | version`.
+/// Prefix of every `data` entry of one key, all versions: `db | len | key`.
 #[must_use]
-pub fn data_prefix(db: u16, key: &[u8], version: u64) -> Vec<u8> {
+pub fn key_data_prefix(db: u16, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(14 + key.len());
     k.extend_from_slice(&db.to_be_bytes());
     k.extend_from_slice(&(key.len() as u32).to_be_bytes());
     k.extend_from_slice(key);
+    k
+}
+
+/// Prefix of every `data` entry of one key version: `db | len | key | version`.
+#[must_use]
+pub fn data_prefix(db: u16, key: &[u8], version: u64) -> Vec<u8> {
+    let mut k = key_data_prefix(db, key);
     k.extend_from_slice(&version.to_be_bytes());
     k
 }

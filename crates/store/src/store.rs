@@ -14,7 +14,6 @@ use crate::txn::Txn;
 use crate::types::bitmap::{container_cache, dirty, oplog};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
@@ -335,16 +334,6 @@ impl Store {
             None => None,
         };
         let databases = config.databases.clamp(1, INTERNAL_DB);
-        let user_keys = (
-            Bound::Included(&[0u8, 0][..]),
-            Bound::Excluded(&INTERNAL_DB.to_be_bytes()[..]),
-        );
-        if kv
-            .range_first(Space::Meta, user_keys.0, user_keys.1, false)?
-            .is_none()
-        {
-            tier.set_holds_all();
-        }
         if let Some(b) = kv.get(Space::Meta, &format_key())? {
             let found = decode_u64(&b)?;
             if found > STORE_FORMAT {
@@ -381,6 +370,11 @@ impl Store {
                 Some(_) => return Err(StoreError::corrupt("bad key counter record")),
                 None => DbStats::default(),
             });
+        }
+        // A store without keys: the tier holds every key there is (the
+        // counts are only a hint here, used to skip warming).
+        if counts.iter().all(|c| c.keys == 0) {
+            tier.set_holds_all();
         }
         let inner = Arc::new(Inner {
             kv,

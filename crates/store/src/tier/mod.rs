@@ -770,9 +770,7 @@ impl Kv for TieredKv {
             }
         };
         let (db, user) = keys::split_meta_key(mk)?;
-        let mut prefix = keys::data_prefix(db, user, 0);
-        prefix.truncate(prefix.len() - 8);
-        self.load_whole(mk, &prefix, gen, |_| ())?;
+        self.load_whole(mk, &keys::key_data_prefix(db, user), gen, |_| ())?;
         Ok(())
     }
 }
