@@ -53,8 +53,9 @@ pub enum TierUse {
     /// a key's containers beyond the one the tier edits.
     Absorb,
     /// Works on dirty keys in place (`Store::begin_keep_dirty`): single-bit
-    /// edits and reads, and the summary reads (`meta` only), for requests
-    /// of at most `max_argc` arguments (TR.BITCOUNT without a range).
+    /// edits and reads, edits of listed bits, and the summary reads (`meta`
+    /// only), for requests of at most `max_argc` arguments (TR.BITCOUNT
+    /// without a range; TR.SETBITS of at most one log record's offsets).
     KeepDirty {
         /// The longest request (name included) that qualifies.
         max_argc: usize,
@@ -950,14 +951,18 @@ mod tests {
         keep.sort_unstable();
         dest.sort_unstable();
         let any = usize::MAX;
+        let listed = 2 + roaringd_store::types::bitmap::oplog::MAX_BITS;
         assert_eq!(
             keep,
             vec![
+                ("tr.appendintarray", listed),
                 ("tr.bitcount", 2),
+                ("tr.clearbits", listed),
                 ("tr.getbit", any),
                 ("tr.max", any),
                 ("tr.min", any),
                 ("tr.setbit", any),
+                ("tr.setbits", listed),
                 ("tr.stat", any)
             ]
         );

@@ -420,7 +420,7 @@ impl Store {
     /// absorb (`wb` entry, of any version: an absorb writes the key's
     /// state after all its records up to that seq, a TR.BITOP result
     /// having replaced those before it). A single-bit edit
-    /// applies when the key still has that version; a whole value (a
+    /// or an edit of listed bits applies when the key still has that version; a whole value (a
     /// TR.BITOP result) is written under a fresh version, which the later
     /// records of its version then name instead, so that a replay
     /// repeated after a crash during recovery gives the same state.
@@ -445,12 +445,25 @@ impl Store {
             }
             let (db, key) = (id.0, &id.2[..]);
             let mut t = self.begin(&[(db, key)]);
+            // An edit applies when the key still has its logged version
+            // (or the one its logged value was rewritten under).
+            let want = rewritten.get(&id).copied().unwrap_or(id.1);
+            let current = |t: &mut Txn| -> Result<bool> {
+                Ok(t.live_meta(db, key)?.is_some_and(|m| m.version == want))
+            };
             match &op.change {
                 Change::Bit { offset, set } => {
-                    let want = rewritten.get(&id).copied().unwrap_or(id.1);
-                    let current = t.live_meta(db, key)?.is_some_and(|m| m.version == want);
-                    if current {
+                    if current(&mut t)? {
                         t.tr_setbit(db, key, *offset, *set)?;
+                    }
+                }
+                Change::Bits { offsets, set } => {
+                    if current(&mut t)? {
+                        if *set {
+                            t.tr_setbits(db, key, offsets)?;
+                        } else {
+                            t.tr_clearbits(db, key, offsets)?;
+                        }
                     }
                 }
                 Change::Value(blocks) => {

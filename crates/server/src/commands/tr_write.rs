@@ -21,6 +21,12 @@ const WF: &[Flag] = &[Flag::Write, Flag::Fast];
 const ACL: &[AclCat] = &[AclCat::Bitmap];
 const K1: KeySpec = KeySpec::range(1, 1, 1);
 
+/// Edits of listed bits the write-back tier may take: at most as many
+/// offsets as one of its log records carries (name and key besides).
+const LISTED_BITS: TierUse = TierUse::KeepDirty {
+    max_argc: 2 + roaringd_store::types::bitmap::oplog::MAX_BITS,
+};
+
 const fn row(
     name: &'static str,
     arity: i32,
@@ -54,6 +60,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Sets bits of a Roaring bitmap; returns its cardinality.",
     )
     .work(work::per_arg::<{ work::OFFSET_US }>)
+    .tier(LISTED_BITS)
     .key_flags(&["RW", "insert"]),
     row(
         "tr.clearbits",
@@ -63,6 +70,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Clears bits of a Roaring bitmap; returns how many changed.",
     )
     .work(work::per_arg::<{ work::OFFSET_US }>)
+    .tier(LISTED_BITS)
     .key_flags(&["RW", "delete"]),
     row(
         "tr.setrange",
@@ -99,6 +107,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Sets bits of a Roaring bitmap (legacy).",
     )
     .work(work::per_arg::<{ work::OFFSET_US }>)
+    .tier(LISTED_BITS)
     .key_flags(&["RW", "insert"]),
     row(
         "tr.setintarray",

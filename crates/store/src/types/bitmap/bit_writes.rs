@@ -2,7 +2,7 @@
 //! TR.CLEARBITS. Contract: each container that changes is read once and
 //! stored once (a delta entry where it fits, else with the other changed
 //! containers of the command, page by page: `block_write::Edits`); a
-//! `Txn` begun with `Store::begin_keep_dirty` first offers a TR.SETBIT to
+//! `Txn` begun with `Store::begin_keep_dirty` first offers the edit to
 //! the write-back tier (`write_back`) and absorbs the key when the tier
 //! refuses it.
 
@@ -99,12 +99,21 @@ impl Txn {
     /// Sets or clears the listed bits, container by container; returns
     /// (cardinality after, bits changed).
     fn tr_bits(&mut self, db: u16, key: &[u8], offs: &[u32], set: bool) -> Result<(u64, u64)> {
-        let Some(mut e) = self.bm_open(db, key, set)? else {
-            return Ok((0, 0));
-        };
         let mut sorted = offs.to_vec();
         sorted.sort_unstable();
         sorted.dedup();
+        if self.bm.keep_dirty {
+            if self.writes_nothing() && self.inner.dirty.enabled() {
+                if let Some(done) = self.bm_bits_dirty(db, key, &sorted, set)? {
+                    return Ok(done);
+                }
+            }
+            // As in `tr_setbit`: the normal path, on a clean key.
+            self.bm_absorb(&keys::KeyBuf::meta(db, key));
+        }
+        let Some(mut e) = self.bm_open(db, key, set)? else {
+            return Ok((0, 0));
+        };
         let mut changed = 0u64;
         // The blocks' new containers are stored together, page by page.
         let mut edits = Edits::new(&e);

@@ -309,36 +309,46 @@ impl Dirty {
     /// Records an edit (log sequence number `seq`) that leaves key `mk`
     /// with `meta` and block `hi` with `block`.
     pub fn record(&self, mk: &[u8], meta: KeyMeta, hi: u16, block: DirtyBlock, seq: u64) {
+        self.record_many(mk, meta, [(hi, block)], seq);
+    }
+
+    /// Records an edit (log sequence number `seq`) that leaves key `mk`
+    /// with `meta` and each listed block with its new state.
+    pub fn record_many(
+        &self,
+        mk: &[u8],
+        meta: KeyMeta,
+        blocks: impl IntoIterator<Item = (u16, DirtyBlock)>,
+        seq: u64,
+    ) {
         let mut s = self.shards[shard_of(mk)].lock();
-        let mut add = block.bytes.len() as u64 + BLOCK_COST;
-        match s.get_mut(mk) {
+        let (d, mut add) = match s.get_mut(mk) {
             Some(d) => {
                 d.meta = meta;
                 d.last_seq = seq;
-                if let Some(old) = d.blocks.insert(hi, block) {
-                    self.bytes
-                        .fetch_sub(old.bytes.len() as u64 + BLOCK_COST, Ordering::Relaxed);
-                }
+                (d, 0)
             }
             None => {
-                add += KEY_COST;
-                let mut blocks = FxHashMap::default();
-                blocks.insert(hi, block);
-                let blocks = Blocks::Map(blocks);
-                s.insert(
-                    mk.to_vec(),
-                    DirtyKey {
-                        meta,
-                        blocks,
-                        whole: false,
-                        first_seq: seq,
-                        last_seq: seq,
-                    },
-                );
                 self.count.fetch_add(1, Ordering::AcqRel);
+                let d = s.entry(mk.to_vec()).or_insert(DirtyKey {
+                    meta,
+                    blocks: Blocks::Map(FxHashMap::default()),
+                    whole: false,
+                    first_seq: seq,
+                    last_seq: seq,
+                });
+                (d, KEY_COST)
+            }
+        };
+        let mut sub = 0;
+        for (hi, block) in blocks {
+            add += block.bytes.len() as u64 + BLOCK_COST;
+            if let Some(old) = d.blocks.insert(hi, block) {
+                sub += old.bytes.len() as u64 + BLOCK_COST;
             }
         }
         self.bytes.fetch_add(add, Ordering::Relaxed);
+        self.bytes.fetch_sub(sub, Ordering::Relaxed);
     }
 
     /// Records an edit as [`Dirty::record`] does, made by `edit` on block
@@ -499,8 +509,10 @@ mod tests {
         /// A summary read (TR.BITCOUNT, TR.MIN, TR.MAX, TR.STAT) through a
         /// `keep_dirty` transaction, then checked against the containers.
         Summary(usize),
-        /// TR.SETBITS / TR.CLEARBITS through an ordinary one (absorbs).
-        Bits(usize, Vec<u32>, bool),
+        /// TR.SETBITS (`.2`) / TR.CLEARBITS through a `keep_dirty`
+        /// transaction (`.3`: the tier's path where it takes the edit) or
+        /// an ordinary one (absorbs).
+        Bits(usize, Vec<u32>, bool, bool),
         /// TR.RANGE over the whole key (a read that absorbs).
         Range(usize),
         /// TR.BITOP into key `.0` (operation `.1`, see [`op_of`]) over
@@ -538,8 +550,8 @@ mod tests {
             1 => (0usize..2, any::<bool>()).prop_map(|(k, m)| Step::FastExtreme(k, m)),
             4 => (0usize..2, off()).prop_map(|(k, o)| Step::Get(k, o)),
             2 => (0usize..2).prop_map(Step::Summary),
-            2 => (0usize..2, proptest::collection::vec(off(), 1..10), any::<bool>())
-                .prop_map(|(k, v, s)| Step::Bits(k, v, s)),
+            4 => (0usize..2, proptest::collection::vec(off(), 1..10), any::<bool>(), any::<bool>())
+                .prop_map(|(k, v, s, fast)| Step::Bits(k, v, s, fast)),
             1 => (0usize..2).prop_map(Step::Range),
             3 => (0usize..2, 0u8..4, proptest::collection::vec(0usize..2, 1..3))
                 .prop_map(|(k, op, srcs)| Step::BitOp(k, op, srcs)),
@@ -650,6 +662,94 @@ mod tests {
         );
         t.commit().unwrap();
         assert!(st.inner.dirty.is_empty());
+    }
+
+    /// An edit of listed bits over existing blocks is one record of the
+    /// tier (several blocks dirty, exact replies and summary), replayed
+    /// after a crash; one that needs a new block, that empties a block or
+    /// that clears the minimum takes the ordinary path, after the key's
+    /// dirty state is absorbed.
+    #[test]
+    fn listed_bits_stay_dirty_and_survive_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        // Blocks 0 and 1: arrays of 1,000 values (every sixth).
+        let base: Vec<u32> = (0..2u32)
+            .flat_map(|b| (0..1000u32).map(move |i| (b << 16) | (i * 6)))
+            .collect();
+        set_bits(&st, b"k", &base);
+        let mut model: BTreeSet<u32> = base.iter().copied().collect();
+        let keep = |offs: &[u32], set: bool| {
+            let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+            let got = if set {
+                t.tr_setbits(0, b"k", offs).unwrap()
+            } else {
+                t.tr_clearbits(0, b"k", offs).unwrap()
+            };
+            t.commit().unwrap();
+            got
+        };
+        let edit = [7, 13, 1 << 16 | 5, 7, 12];
+        assert_eq!(keep(&edit, true), 2003);
+        model.extend(edit);
+        assert_eq!(st.inner.dirty.len(), 1);
+        let d = st.inner.dirty.get(&crate::keys::meta_key(0, b"k")).unwrap();
+        assert_eq!((d.blocks.len(), d.first_seq, d.last_seq), (2, 1, 1));
+        assert_eq!(keep(&[7, 1 << 16 | 6, 99], false), 2);
+        model.remove(&7);
+        model.remove(&(1 << 16 | 6));
+        assert_eq!(
+            st.inner
+                .dirty
+                .get(&crate::keys::meta_key(0, b"k"))
+                .unwrap()
+                .last_seq,
+            2
+        );
+        // Summary reads see the dirty state.
+        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+        let s = t.tr_summary(0, b"k").unwrap().unwrap();
+        t.commit().unwrap();
+        assert_eq!(s.card, model.len() as u64);
+        assert_eq!(s.sum, model.iter().map(|&v| u64::from(v)).sum::<u64>());
+        // A crash: both records are replayed.
+        drop(st);
+        let st = open(dir.path());
+        assert!(st.inner.dirty.is_empty());
+        assert_eq!(
+            values(&st, b"k").unwrap(),
+            model.iter().copied().collect::<Vec<_>>()
+        );
+        let keep = |offs: &[u32], set: bool| {
+            let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+            let got = if set {
+                t.tr_setbits(0, b"k", offs).unwrap()
+            } else {
+                t.tr_clearbits(0, b"k", offs).unwrap()
+            };
+            t.commit().unwrap();
+            got
+        };
+        keep(&[1], true);
+        model.insert(1);
+        assert_eq!(st.inner.dirty.len(), 1);
+        // Not the tier's: a new block (5), the minimum cleared. Each
+        // absorbs the key, which its commit leaves clean.
+        keep(&[2, 5 << 16], true);
+        model.extend([2, 5 << 16]);
+        assert!(st.inner.dirty.is_empty());
+        keep(&[3], true);
+        model.insert(3);
+        assert_eq!(keep(&[0, 3], false), 2);
+        model.remove(&0);
+        model.remove(&3);
+        assert!(st.inner.dirty.is_empty());
+        drop(st);
+        let st = open(dir.path());
+        assert_eq!(
+            values(&st, b"k").unwrap(),
+            model.iter().copied().collect::<Vec<_>>()
+        );
     }
 
     /// A dirty bitset block is edited in place by the tier's TR.SETBIT
@@ -1122,16 +1222,24 @@ mod tests {
                         let (min, max) = if got.card == 0 { (0, 0) } else { (got.min, got.max) };
                         proptest::prop_assert_eq!(BitmapSummary { deltas: 0, min, max, ..got }, want);
                     }
-                    Step::Bits(k, offs, set) => {
-                        let mut t = st.begin(&[(0, KEYS[k])]);
-                        if set {
-                            t.tr_setbits(0, KEYS[k], &offs).unwrap();
-                            model.entry(k).or_default().extend(offs);
+                    Step::Bits(k, offs, set, fast) => {
+                        let mut t = if fast {
+                            st.begin_keep_dirty(&[(0, KEYS[k])])
                         } else {
-                            t.tr_clearbits(0, KEYS[k], &offs).unwrap();
+                            st.begin(&[(0, KEYS[k])])
+                        };
+                        if set {
+                            let card = t.tr_setbits(0, KEYS[k], &offs).unwrap();
+                            let m = model.entry(k).or_default();
+                            m.extend(offs);
+                            proptest::prop_assert_eq!(card, m.len() as u64);
+                        } else {
+                            let changed = t.tr_clearbits(0, KEYS[k], &offs).unwrap();
+                            let mut want = 0;
                             if let Some(m) = model.get_mut(&k) {
-                                for o in offs { m.remove(&o); }
+                                for o in offs { want += u64::from(m.remove(&o)); }
                             }
+                            proptest::prop_assert_eq!(changed, want);
                         }
                         t.commit().unwrap();
                     }

@@ -1,6 +1,6 @@
 //! The operation log of the bitmap write-back tier
 //! (`docs/architecture.md`, "The write-back tier"): an append-only record of single-bit
-//! edits and TR.BITOP results that are acknowledged before their
+//! edits, edits of listed bits and TR.BITOP results that are acknowledged before their
 //! containers reach the LSM store.
 //!
 //! Layout: a directory of segments named `oplog-<first seq, 20 digits>.log`.
@@ -11,7 +11,10 @@
 //! (little-endian). Kind 0 or 1 is a single-bit edit ([`Change::Bit`]:
 //! clear or set; `word` is the offset, `rest` the key); kind 2 is a whole
 //! value ([`Change::Value`]: `word` is the key's length, `rest` the key
-//! and then the containers, see [`encode_blocks`]). Sequence numbers are
+//! and then the containers, see [`encode_blocks`]); kind 3 or 4 is an
+//! edit of listed bits ([`Change::Bits`]: clear or set; `word` is the
+//! number of offsets, at most [`MAX_BITS`], `rest` the key and then the
+//! offsets, `u32` each). Sequence numbers are
 //! contiguous across segments, so a segment's name says which records it
 //! holds.
 //!
@@ -72,6 +75,13 @@ pub const MAX_PENDING: usize = 8 << 20;
 /// The kind byte of a value record.
 const KIND_VALUE: u8 = 2;
 
+/// The kind byte of a record clearing listed bits; the next one sets them.
+const KIND_CLEAR_BITS: u8 = 3;
+
+/// Most offsets one record of listed bits carries ([`OpLog::append_bits`]):
+/// a longer TR.SETBITS is not the tier's to take.
+pub const MAX_BITS: usize = 4096;
+
 /// What a record changes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
@@ -86,6 +96,14 @@ pub enum Change {
     /// The key becomes a bitmap of these containers (a TR.BITOP result),
     /// stored under the record's version: [`encode_blocks`]'s bytes.
     Value(Vec<u8>),
+    /// Every bit of `offsets` set (`set`) or cleared, in the record's key
+    /// version (TR.SETBITS, TR.CLEARBITS; skipped as [`Change::Bit`] is).
+    Bits {
+        /// The bits, as the command listed them (at most [`MAX_BITS`]).
+        offsets: Vec<u32>,
+        /// Set (true) or clear.
+        set: bool,
+    },
 }
 
 /// One logged change of key `key` (database `db`, key version `version`).
@@ -319,6 +337,24 @@ fn decode(buf: &[u8]) -> Option<(Op, usize)> {
                 set: kind == 1,
             },
         ),
+        kind @ (KIND_CLEAR_BITS | 4) => {
+            let n = word as usize;
+            if n > MAX_BITS || n * 4 > rest.len() || rest.len() - n * 4 > MAX_KEY {
+                return None;
+            }
+            let (key, offs) = rest.split_at(rest.len() - n * 4);
+            let offsets = offs
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+                .collect();
+            (
+                key,
+                Change::Bits {
+                    offsets,
+                    set: kind == 4,
+                },
+            )
+        }
         KIND_VALUE => {
             let klen = word as usize;
             if klen > MAX_KEY || klen > rest.len() {
@@ -645,6 +681,45 @@ impl OpLog {
         Ok(seq)
     }
 
+    /// Queues an edit of the listed bits (set or cleared) and returns its
+    /// sequence number.
+    ///
+    /// # Errors
+    /// As [`OpLog::append`]; `Corrupt` too for more than [`MAX_BITS`]
+    /// offsets (nothing is appended then).
+    pub fn append_bits(
+        &mut self,
+        db: u16,
+        version: u64,
+        key: &[u8],
+        offsets: &[u32],
+        set: bool,
+    ) -> Result<u64> {
+        if offsets.len() > MAX_BITS {
+            return Err(StoreError::corrupt("operation log: too many bits"));
+        }
+        self.make_room()?;
+        let kind = KIND_CLEAR_BITS + u8::from(set);
+        let seq = self.start_record((db, version, key), (kind, offsets.len() as u32))?;
+        // The offsets follow the key: frame and check again.
+        let r = &mut self.scratch;
+        r.reserve(offsets.len() * 4);
+        for o in offsets {
+            r.extend_from_slice(&o.to_le_bytes());
+        }
+        let len = (r.len() - 8) as u32;
+        r[..4].copy_from_slice(&len.to_le_bytes());
+        let check = check_of(&r[8..]);
+        r[4..8].copy_from_slice(&check.to_le_bytes());
+        let n = r.len();
+        match self.queue.last_mut() {
+            Some(Item::Records(b)) => b.extend_from_slice(&self.scratch),
+            _ => self.queue.push(Item::Records(self.scratch.clone())),
+        }
+        self.queued(n, false);
+        Ok(seq)
+    }
+
     /// Frames the next record's fixed part and key into `scratch` (its
     /// check covering those alone) and returns its sequence number.
     ///
@@ -849,9 +924,15 @@ mod tests {
     }
 
     fn encode(op: &Op, out: &mut Vec<u8>) {
+        let bits: Vec<u8>;
         let (kind, word, rest) = match &op.change {
             Change::Bit { offset, set } => (u8::from(*set), *offset, &[][..]),
             Change::Value(v) => (KIND_VALUE, op.key.len() as u32, &v[..]),
+            Change::Bits { offsets, set } => {
+                bits = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+                let kind = KIND_CLEAR_BITS + u8::from(*set);
+                (kind, offsets.len() as u32, &bits[..])
+            }
         };
         let start = out.len();
         encode_parts(op.seq, (op.db, op.version, &op.key), (kind, word), out);
@@ -863,9 +944,17 @@ mod tests {
         out[start + 4..start + 8].copy_from_slice(&check.to_le_bytes());
     }
 
-    /// Record `seq`, drawn from `i`: every seventh a value record.
+    /// Record `seq`, drawn from `i`: every seventh a value record, every
+    /// fifth (else) one of listed bits.
     fn op(seq: u64, i: u32) -> Op {
-        let change = if i.is_multiple_of(7) {
+        let change = if i.is_multiple_of(5) && !i.is_multiple_of(7) {
+            Change::Bits {
+                offsets: (0..i % 9)
+                    .map(|j| j.wrapping_mul(2_654_435_761) ^ i)
+                    .collect(),
+                set: i.is_multiple_of(2),
+            }
+        } else if i.is_multiple_of(7) {
             let body: Vec<Vec<u8>> = (0..i % 4)
                 .map(|b| vec![b as u8; (i % 50) as usize])
                 .collect();
@@ -893,6 +982,9 @@ mod tests {
     fn append(log: &mut OpLog, o: &Op) {
         let seq = match &o.change {
             Change::Bit { offset, set } => log.append(o.db, o.version, &o.key, *offset, *set),
+            Change::Bits { offsets, set } => {
+                log.append_bits(o.db, o.version, &o.key, offsets, *set)
+            }
             Change::Value(v) => {
                 let blocks: Vec<(u16, Arc<[u8]>)> = decode_blocks(v)
                     .unwrap()
@@ -1008,8 +1100,19 @@ mod tests {
             r
         };
         let mut bad_flag = rec.clone();
-        bad_flag[8 + 18] = 3;
+        bad_flag[8 + 18] = 5;
         assert!(decode(&rechecked(bad_flag)).is_none());
+        // A record of listed bits whose count overruns it or passes MAX_BITS.
+        let b = op(5, 5);
+        assert!(matches!(b.change, Change::Bits { .. }));
+        let mut rec = Vec::new();
+        encode(&b, &mut rec);
+        assert_eq!(decode(&rec), Some((b, rec.len())));
+        for n in [rec.len() as u32, MAX_BITS as u32 + 1] {
+            let mut bad = rec.clone();
+            bad[8 + 19..8 + 23].copy_from_slice(&n.to_le_bytes());
+            assert!(decode(&rechecked(bad)).is_none());
+        }
         // A value record whose key length or containers overrun it.
         let v = op(7, 7);
         assert!(matches!(v.change, Change::Value(_)));
@@ -1027,6 +1130,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut log, _) = OpLog::open(dir.path()).unwrap();
         assert!(log.append(0, 1, &vec![0; MAX_KEY + 1], 0, true).is_err());
+        assert!(log
+            .append_bits(0, 1, b"k", &[0; MAX_BITS + 1], true)
+            .is_err());
         assert!(log
             .append_value(0, 1, b"k", vec![(0, vec![0; MAX_VALUE].into())], 0)
             .is_err());

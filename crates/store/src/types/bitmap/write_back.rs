@@ -188,6 +188,107 @@ impl Txn {
         Ok(Some(prev))
     }
 
+    /// The write-back tier's TR.SETBITS / TR.CLEARBITS: the edit of the
+    /// listed bits (`sorted`: ascending, no repeats), each changed
+    /// container kept in the dirty map with the new summary and the whole
+    /// edit appended to the operation log as one record (synced by the
+    /// commit under `always`); nothing is written to the `Kv`. Returns
+    /// (cardinality after, bits changed), or `None` when the edit is not
+    /// the tier's to take, having changed nothing: a missing key, one with
+    /// an expiry, more than [`oplog::MAX_BITS`] offsets, a bit of a block
+    /// the key lacks (set) or an edit that empties a block, a clear of the
+    /// minimum or maximum (which needs a scan), or a full budget.
+    ///
+    /// # Errors
+    /// `WrongType`; `Io` when the log cannot be written (nothing changed).
+    pub(super) fn bm_bits_dirty(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        sorted: &[u32],
+        set: bool,
+    ) -> Result<Option<(u64, u64)>> {
+        if sorted.len() > oplog::MAX_BITS {
+            return Ok(None);
+        }
+        let Some(m) = self.meta_of(db, key, Kind::Bitmap)? else {
+            return Ok(None);
+        };
+        if m.expire_at_ms != 0 {
+            return Ok(None);
+        }
+        let mut s = summary_of(&m);
+        let mut blocks: Vec<(u16, dirty::DirtyBlock)> = Vec::new();
+        let (mut changed, mut room) = (0u64, 0u64);
+        let mut i = 0;
+        while i < sorted.len() {
+            let hi = split(sorted[i]).0;
+            let j = i + sorted[i..].partition_point(|&v| split(v).0 == hi);
+            let group = &sorted[i..j];
+            i = j;
+            let Some(old_bytes) = self.bm_get(db, key, m.version, hi, Some(&s))? else {
+                if set {
+                    return Ok(None);
+                }
+                continue;
+            };
+            let old_view = view(&old_bytes)?;
+            let old = old_view.as_ref();
+            let flips = |&v: &u32| old.contains(split(v).1) != set;
+            if !group.iter().any(flips) {
+                continue;
+            }
+            if !set && group.iter().any(|&v| v == s.min || v == s.max) {
+                return Ok(None);
+            }
+            let mut new = old.to_buf();
+            for &v in group.iter().filter(|v| flips(v)) {
+                if set {
+                    new.insert(split(v).1);
+                } else {
+                    new.remove(split(v).1);
+                }
+                summary_point(&mut s, v, set);
+                changed += 1;
+            }
+            if new.is_empty() {
+                return Ok(None);
+            }
+            census(&mut s, old, false);
+            census(&mut s, new.as_ref(), true);
+            room += (PAD + new.as_bytes().len()) as u64;
+            let block = dirty::DirtyBlock {
+                bytes: padded(new.as_bytes(), old_bytes.deltas()),
+                stored_deltas: old_bytes.deltas(),
+            };
+            blocks.push((hi, block));
+        }
+        if changed == 0 {
+            return Ok(Some((s.card, 0)));
+        }
+        let dirty = &self.inner.dirty;
+        if !dirty.has_room(room) {
+            return Ok(None);
+        }
+        let card = s.card;
+        let meta = KeyMeta {
+            summary: Summary::Bitmap(s),
+            ..m
+        };
+        {
+            // Under the log's lock, as in `bm_setbit_dirty`.
+            let mut log = dirty.log.lock();
+            let Some(log) = log.as_mut() else {
+                return Ok(None);
+            };
+            let seq = log.append_bits(db, m.version, key, sorted, set)?;
+            dirty.record_many(&keys::KeyBuf::meta(db, key), meta, blocks, seq);
+        }
+        self.bm.oplog_appended = true;
+        self.touch(db, key);
+        Ok(Some((card, changed)))
+    }
+
     /// Absorb hook of a key this `Txn` locks after it began
     /// (`Txn::ensure_locked`): [`Txn::bm_absorb`] when anything is dirty
     /// (one atomic load when nothing is).
