@@ -666,7 +666,7 @@ mod tests {
 
     /// An edit of listed bits over existing blocks is one record of the
     /// tier (several blocks dirty, exact replies and summary), replayed
-    /// after a crash; one that needs a new block, that empties a block or
+    /// after a crash, a new block included; one that empties a block or
     /// that clears the minimum takes the ordinary path, after the key's
     /// dirty state is absorbed.
     #[test]
@@ -732,17 +732,28 @@ mod tests {
         };
         keep(&[1], true);
         model.insert(1);
-        assert_eq!(st.inner.dirty.len(), 1);
-        // Not the tier's: a new block (5), the minimum cleared. Each
+        // A new block (5), past the maximum: a new dirty container.
+        assert_eq!(keep(&[2, 5 << 16 | 9], true), model.len() as u64 + 2);
+        model.extend([2, 5 << 16 | 9]);
+        let d = st.inner.dirty.get(&crate::keys::meta_key(0, b"k")).unwrap();
+        assert_eq!(d.blocks.len(), 2);
+        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+        assert!(t.tr_getbit(0, b"k", 5 << 16 | 9).unwrap());
+        let s = t.tr_summary(0, b"k").unwrap().unwrap();
+        assert_eq!(
+            (s.max, s.containers, s.card),
+            (5 << 16 | 9, 3, model.len() as u64)
+        );
+        t.commit().unwrap();
+        // Not the tier's: the minimum cleared, a block emptied. Each
         // absorbs the key, which its commit leaves clean.
-        keep(&[2, 5 << 16], true);
-        model.extend([2, 5 << 16]);
+        assert_eq!(keep(&[0, 3], false), 1);
+        model.remove(&0);
         assert!(st.inner.dirty.is_empty());
         keep(&[3], true);
         model.insert(3);
-        assert_eq!(keep(&[0, 3], false), 2);
-        model.remove(&0);
-        model.remove(&3);
+        assert_eq!(keep(&[5 << 16 | 9], false), 1);
+        model.remove(&(5 << 16 | 9));
         assert!(st.inner.dirty.is_empty());
         drop(st);
         let st = open(dir.path());

@@ -55,7 +55,11 @@ impl Txn {
         let mut s = summary_of(&m);
         let (hi, lo) = split(off);
         let Some(old_bytes) = self.bm_get(db, key, m.version, hi, Some(&s))? else {
-            return Ok(None);
+            // A set bit in a block the key lacks: a new container.
+            return Ok(match value {
+                true => self.bm_bits_dirty(db, key, &[off], true)?.map(|_| false),
+                false => None,
+            });
         };
         let n = old_bytes.deltas();
         let old_facts = cached_facts(&old_bytes);
@@ -194,10 +198,11 @@ impl Txn {
     /// edit appended to the operation log as one record (synced by the
     /// commit under `always`); nothing is written to the `Kv`. Returns
     /// (cardinality after, bits changed), or `None` when the edit is not
-    /// the tier's to take, having changed nothing: a missing key, one with
-    /// an expiry, more than [`oplog::MAX_BITS`] offsets, a bit of a block
-    /// the key lacks (set) or an edit that empties a block, a clear of the
-    /// minimum or maximum (which needs a scan), or a full budget.
+    /// the tier's to take, having changed nothing: a missing or empty key,
+    /// one with an expiry, more than [`oplog::MAX_BITS`] offsets, an edit
+    /// that empties a block, a clear of the minimum or maximum (which needs
+    /// a scan), or a full budget. A set bit of a block the key lacks makes
+    /// a new container (absorbed where the packed layout puts it).
     ///
     /// # Errors
     /// `WrongType`; `Io` when the log cannot be written (nothing changed).
@@ -214,10 +219,11 @@ impl Txn {
         let Some(m) = self.meta_of(db, key, Kind::Bitmap)? else {
             return Ok(None);
         };
-        if m.expire_at_ms != 0 {
+        let mut s = summary_of(&m);
+        // An empty key has no extremes to extend.
+        if m.expire_at_ms != 0 || s.card == 0 {
             return Ok(None);
         }
-        let mut s = summary_of(&m);
         let mut blocks: Vec<(u16, dirty::DirtyBlock)> = Vec::new();
         let (mut changed, mut room) = (0u64, 0u64);
         let mut i = 0;
@@ -226,14 +232,15 @@ impl Txn {
             let j = i + sorted[i..].partition_point(|&v| split(v).0 == hi);
             let group = &sorted[i..j];
             i = j;
-            let Some(old_bytes) = self.bm_get(db, key, m.version, hi, Some(&s))? else {
-                if set {
-                    return Ok(None);
-                }
+            let old_bytes = self.bm_get(db, key, m.version, hi, Some(&s))?;
+            if old_bytes.is_none() && !set {
                 continue;
-            };
-            let old_view = view(&old_bytes)?;
-            let old = old_view.as_ref();
+            }
+            let old_view = old_bytes.as_ref().map(view).transpose()?;
+            let old = old_view
+                .as_ref()
+                .map_or(ContainerRef::Array(&[]), |v| v.as_ref());
+            let n = old_bytes.as_ref().map_or(0, Bytes::deltas);
             let flips = |&v: &u32| old.contains(split(v).1) != set;
             if !group.iter().any(flips) {
                 continue;
@@ -258,8 +265,8 @@ impl Txn {
             census(&mut s, new.as_ref(), true);
             room += (PAD + new.as_bytes().len()) as u64;
             let block = dirty::DirtyBlock {
-                bytes: padded(new.as_bytes(), old_bytes.deltas()),
-                stored_deltas: old_bytes.deltas(),
+                bytes: padded(new.as_bytes(), n),
+                stored_deltas: n,
             };
             blocks.push((hi, block));
         }
@@ -328,63 +335,60 @@ impl Txn {
         let key = key.to_vec();
         let version = d.meta.version;
         let mut s = summary_of(&d.meta);
-        // A whole key (a TR.BITOP result) is a fresh version: packed
-        // (`page`) as it comes. Otherwise each dirty block goes where the
-        // packed layout puts it ([`Txn::bm_place`]: its page or its single).
-        let mut packer = d.whole.then(page::Packer::default);
-        let mut entries = Vec::new();
-        // In block order: the packer takes containers ascending (the dirty
-        // map holds them in no order).
+        // In block order: the packer and `bm_place_many` take containers
+        // ascending (the dirty map holds them in no order).
         let mut blocks: Vec<_> = d.blocks.iter().collect();
         blocks.sort_unstable_by_key(|&(hi, _, _)| hi);
-        for (hi, bytes, stored_deltas) in blocks {
-            let others_have_deltas = s.deltas > u64::from(stored_deltas);
+        for &(hi, _, stored_deltas) in &blocks {
             for seq in 0..stored_deltas {
                 self.data_delete(db, &key, version, &delta::delta_sub(hi, seq));
             }
-            s.deltas = s.deltas.saturating_sub(u64::from(stored_deltas));
-            let holder = match packer.as_mut() {
-                Some(p) => {
-                    p.push(hi, &bytes[PAD..], &mut entries);
-                    None
-                }
-                None => match self.bm_place(
-                    db,
-                    &key,
-                    version,
-                    hi,
-                    Some(&bytes[PAD..]),
-                    others_have_deltas,
-                ) {
-                    Ok(dk) => Some(dk),
-                    Err(e) => {
-                        // The commit refuses (nothing of the key is
-                        // written; it stays dirty): see `BitmapTxnState::failed`.
-                        self.bm.failed.get_or_insert(e);
-                        return;
-                    }
-                },
-            };
-            // The block's bytes and facts as the tier holds them (no delta
-            // entries now).
-            let bytes = if deltas_of(bytes) == 0 {
+        }
+        let dropped: u64 = blocks.iter().map(|&(_, _, n)| u64::from(n)).sum();
+        s.deltas = s.deltas.saturating_sub(dropped);
+        // The block's bytes and facts as the tier holds them (no delta
+        // entries now).
+        let clean = |bytes: &Arc<[u8]>| {
+            if deltas_of(bytes) == 0 {
                 Arc::clone(bytes)
             } else {
                 padded_with(&bytes[PAD..], 0, facts_of(bytes))
-            };
-            match holder {
-                Some(dk) => self.bm_note_stored(db, (version, hi, dk), Some(bytes)),
-                // A whole key: a fresh version, never in the cache.
-                None => self
-                    .bm
-                    .written_set((db, version, hi), WrittenBlock::Folded(bytes, None)),
             }
-        }
-        if let Some(mut p) = packer {
-            p.finish(&mut entries);
-        }
-        for (k, v) in entries {
-            self.data_put(db, &key, version, &k.to_be_bytes(), v);
+        };
+        if d.whole {
+            // A whole key (a TR.BITOP result) is a fresh version, never in
+            // the cache: packed (`page`) as it comes.
+            let mut packer = page::Packer::default();
+            let mut entries = Vec::new();
+            for &(hi, bytes, _) in &blocks {
+                packer.push(hi, &bytes[PAD..], &mut entries);
+                self.bm
+                    .written_set((db, version, hi), WrittenBlock::Folded(clean(bytes), None));
+            }
+            packer.finish(&mut entries);
+            for (k, v) in entries {
+                self.data_put(db, &key, version, &k.to_be_bytes(), v);
+            }
+        } else {
+            // Each block where the packed layout puts it: its page or its
+            // single, every entry touched read and packed once for all its
+            // blocks (`Txn::bm_place_many`).
+            let refs: Vec<(u16, Option<&[u8]>)> = blocks
+                .iter()
+                .map(|&(hi, bytes, _)| (hi, Some(&bytes[PAD..])))
+                .collect();
+            let dks = match self.bm_place_many(db, &key, version, &refs, s.deltas > 0) {
+                Ok(dks) => dks,
+                Err(e) => {
+                    // The commit refuses (nothing of the key is
+                    // written; it stays dirty): see `BitmapTxnState::failed`.
+                    self.bm.failed.get_or_insert(e);
+                    return;
+                }
+            };
+            for (&(hi, bytes, _), dk) in blocks.iter().zip(dks) {
+                self.bm_note_stored(db, (version, hi, dk), Some(clean(bytes)));
+            }
         }
         let meta = KeyMeta {
             summary: Summary::Bitmap(s),
