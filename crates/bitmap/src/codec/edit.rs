@@ -196,10 +196,17 @@ impl ContainerBuf {
                 run::flip_interval(runs, lo, hi, &mut out);
                 *self = ContainerBuf::from_runs_unchecked(&out, run::cardinality(&out));
             }
-            r => {
-                if r.kind() != Kind::Bitset {
-                    *self = bitset_copy(r);
-                }
+            r @ ContainerRef::Array(a) => {
+                // Through the array's runs (at most one per value): the
+                // complement of a few values over a wide range is a few
+                // runs, where a bitset would cost 8 KiB to build and scan.
+                let mut runs = Vec::with_capacity(a.len());
+                r.runs_into(&mut runs);
+                let mut out = Vec::with_capacity(runs.len() + 2);
+                run::flip_interval(&runs, lo, hi, &mut out);
+                *self = ContainerBuf::from_runs_unchecked(&out, run::cardinality(&out));
+            }
+            ContainerRef::Bitset { .. } => {
                 let before = self.as_ref().count_range(lo, hi);
                 let card = self.cardinality() - before + (width - before);
                 bitset::flip_range(self.bitset_words_mut(), lo, hi);

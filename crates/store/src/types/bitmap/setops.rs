@@ -482,6 +482,13 @@ impl Txn {
                 _ => ca.saturating_sub(inter),
             });
         }
+        if let (BitOp::Not, [src]) = (op, srcs) {
+            // The complement over [0, max]: counted from the summary.
+            return Ok(match self.bm_version(db, src)? {
+                Some((_, s)) if s.card > 0 => (u64::from(s.max) + 1).saturating_sub(s.card),
+                _ => 0,
+            });
+        }
         let mut n = 0u64;
         self.bm_merge(db, op, srcs, &mut |_, r, _| n += u64::from(r.cardinality()))?;
         Ok(n)

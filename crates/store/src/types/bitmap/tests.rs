@@ -618,6 +618,48 @@ fn bitop_rewrites_an_existing_destination_in_place() {
     }
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+    /// TR.BITOP NOT (the complement over [0, max]) and TR.BITOPCARD NOT
+    /// (counted from the summary) against a model, over keys whose
+    /// containers are arrays, runs and bitsets, and an empty and a missing
+    /// key.
+    #[test]
+    fn not_and_its_count_match_a_model(
+        vals in proptest::collection::btree_set(0u32..400_000, 0..300),
+        run in proptest::option::of((0u32..300_000, 1u32..70_000)),
+        dense in proptest::bool::ANY,
+    ) {
+        let st = store();
+        let mut t = st.begin(&[(0, b"s")]);
+        let mut model = vals;
+        if let Some((lo, n)) = run {
+            model.extend(lo..lo + n);
+        }
+        if dense {
+            model.extend((200_000u32..265_536).step_by(3));
+        }
+        let offs: Vec<u32> = model.iter().copied().collect();
+        if offs.is_empty() {
+            // An empty bitmap: set and cleared again.
+            t.tr_setbits(0, b"s", &[5]).unwrap();
+            t.tr_clearbits(0, b"s", &[5]).unwrap();
+        } else {
+            t.tr_setbits(0, b"s", &offs).unwrap();
+        }
+        let want: BTreeSet<u32> = match model.last() {
+            Some(&max) => (0..=max).filter(|v| !model.contains(v)).collect(),
+            None => BTreeSet::new(),
+        };
+        let card = t.tr_bitop(0, b"n", BitOp::Not, &[b"s"]).unwrap();
+        proptest::prop_assert_eq!(card, want.len() as u64);
+        proptest::prop_assert_eq!(t.tr_bitopcard(0, BitOp::Not, &[b"s"]).unwrap(), card);
+        check(&mut t, b"n", &want);
+        proptest::prop_assert_eq!(t.tr_bitopcard(0, BitOp::Not, &[b"missing"]).unwrap(), 0);
+        t.commit().unwrap();
+    }
+}
+
 #[test]
 fn ranges_bitpos_and_setops_match_a_model() {
     let st = store();
