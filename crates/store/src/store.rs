@@ -371,9 +371,21 @@ impl Store {
                 None => DbStats::default(),
             });
         }
-        // A store without keys: the tier holds every key there is (the
-        // counts are only a hint here, used to skip warming).
-        if counts.iter().all(|c| c.keys == 0) {
+        // A store without user keys: the tier holds every key there is, so
+        // a key it lacks is absent without an LSM read (`TieredKv`). The
+        // counts say so; one seek confirms it (they are written with the
+        // keys, but a wrong "no key" would hide data).
+        let internal = INTERNAL_DB.to_be_bytes();
+        if counts.iter().all(|c| c.keys == 0)
+            && kv
+                .range_first(
+                    Space::Meta,
+                    std::ops::Bound::Unbounded,
+                    std::ops::Bound::Excluded(&internal[..]),
+                    false,
+                )?
+                .is_none()
+        {
             tier.set_holds_all();
         }
         let inner = Arc::new(Inner {

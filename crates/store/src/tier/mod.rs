@@ -409,14 +409,29 @@ impl TieredKv {
         let shard = self.tier.shard_of(mk);
         let gen = {
             let mut s = shard.lock();
-            if let Some(e) = s.get_mut(mk) {
-                if let Some(m) = &e.meta {
-                    let m = m.as_ref().map(|b| b.to_vec());
-                    self.tier.touch(e);
+            match s.get_mut(mk) {
+                Some(e) => {
+                    if let Some(m) = &e.meta {
+                        let m = m.as_ref().map(|b| b.to_vec());
+                        self.tier.touch(e);
+                        drop(s);
+                        self.hit();
+                        return Ok(m);
+                    }
+                }
+                // A user key the tier lacks while it holds every key does
+                // not exist (an eviction, which ends that, clears the flag
+                // under the victim's shard lock, held here too): no LSM
+                // read, and no entry kept for the absence. Internal
+                // records existed before the tier and are read.
+                None if self.tier.holds_all.load(Ordering::Relaxed)
+                    && !mk.starts_with(&keys::INTERNAL_DB.to_be_bytes()) =>
+                {
                     drop(s);
                     self.hit();
-                    return Ok(m);
+                    return Ok(None);
                 }
+                None => {}
             }
             s.gen
         };
@@ -989,6 +1004,27 @@ mod tests {
         kv.tier().set_holds_all();
         kv.tier().clear();
         assert!(!kv.is_resident(&unknown));
+    }
+
+    #[test]
+    fn a_tier_that_holds_every_key_answers_an_absent_user_key_without_a_read() {
+        let (kv, reads) = tiered(4 << 10);
+        kv.tier().set_holds_all();
+        let unknown = keys::meta_key(0, b"never-written");
+        assert_eq!(kv.get(Space::Meta, &unknown).unwrap(), None);
+        assert_eq!(reads.load(Ordering::Relaxed), 0);
+        // Nothing is kept for the absence.
+        assert_eq!(kv.tier().stats().resident_keys, 0);
+        // Internal records are read from the LSM store.
+        let internal = keys::meta_key(keys::INTERNAL_DB, b"counts:");
+        assert_eq!(kv.get(Space::Meta, &internal).unwrap(), None);
+        assert_eq!(reads.load(Ordering::Relaxed), 1);
+        // After an eviction an unknown key is read again.
+        put_200_keys(&kv);
+        assert!(kv.tier().stats().evictions > 0);
+        let before = reads.load(Ordering::Relaxed);
+        assert_eq!(kv.get(Space::Meta, &unknown).unwrap(), None);
+        assert_eq!(reads.load(Ordering::Relaxed), before + 1);
     }
 
     #[test]
