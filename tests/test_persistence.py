@@ -582,6 +582,30 @@ def test_shutdown_under_load_keeps_acknowledged_writes(roaringd_server, fsync, h
     c.close()
 
 
+def _write_until_stopped(srv, offsets0, step):
+    """Starts a thread per `offsets0` entry, each calling `step(client,
+    offset0, i)` for i = 0, 1, ... on its own connection until `step`
+    returns False, the connection fails (a kill) or the returned event is
+    set. Returns (threads, stop event)."""
+    stop = threading.Event()
+
+    def run(offset0):
+        k = srv.client()
+        try:
+            i = 0
+            while not stop.is_set() and step(k, offset0, i):
+                i += 1
+        except (ConnectionClosed, OSError):
+            pass
+        finally:
+            k.close()
+
+    threads = [threading.Thread(target=run, args=(o,), daemon=True) for o in offsets0]
+    for t in threads:
+        t.start()
+    return threads, stop
+
+
 def test_crash_keeps_acknowledged_tier_edits_under_everysec(roaringd_server):
     """TR.SETBIT edits kept by the write-back tier are in its operation log
     before their replies under everysec with `write-before-reply yes`: a
@@ -592,26 +616,15 @@ def test_crash_keeps_acknowledged_tier_edits_under_everysec(roaringd_server):
     assert c.call("TR.SETRANGE", "bm", "0", "999999") == 1000000
     assert c.call("SAVE") == Status(b"OK")
     acked = []
-    stop = threading.Event()
 
-    def load(offset0):
-        k = srv.client()
-        try:
-            i = 0
-            while not stop.is_set():
-                off = offset0 + i * 2
-                if k.call("TR.SETBIT", "bm", str(off), "0") != 1:
-                    return
-                acked.append(off)
-                i += 1
-        except (ConnectionClosed, OSError):
-            pass
-        finally:
-            k.close()
+    def step(k, offset0, i):
+        off = offset0 + i * 2
+        if k.call("TR.SETBIT", "bm", str(off), "0") != 1:
+            return False
+        acked.append(off)
+        return True
 
-    threads = [threading.Thread(target=load, args=(t * 200000,), daemon=True) for t in range(3)]
-    for t in threads:
-        t.start()
+    threads, stop = _write_until_stopped(srv, [t * 200000 for t in range(3)], step)
     deadline = time.monotonic() + 30
     while len(acked) < 300 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -641,32 +654,21 @@ def test_crash_keeps_acknowledged_listed_bit_edits(roaringd_server, fsync):
     assert c.call("TR.SETRANGE", "bm", "0", "999999") == 1000000
     assert c.call("SAVE") == Status(b"OK")
     cleared, reset, sent = [], [], []
-    stop = threading.Event()
 
-    def load(offset0):
-        k = srv.client()
-        try:
-            i = 0
-            while not stop.is_set():
-                offs = [offset0 + i * 10 + j for j in range(5)]
-                if k.call("TR.CLEARBITS", "bm", *map(str, offs)) != 5:
-                    return
-                cleared.append(offs)
-                # every third call sets its first two bits again
-                if i % 3 == 0:
-                    sent.append(offs[:2])
-                    if k.call("TR.SETBITS", "bm", *map(str, offs[:2])) <= 0:
-                        return
-                    reset.append(offs[:2])
-                i += 1
-        except (ConnectionClosed, OSError):
-            pass
-        finally:
-            k.close()
+    def step(k, offset0, i):
+        offs = [offset0 + i * 10 + j for j in range(5)]
+        if k.call("TR.CLEARBITS", "bm", *map(str, offs)) != 5:
+            return False
+        cleared.append(offs)
+        # every third call sets its first two bits again
+        if i % 3 == 0:
+            sent.append(offs[:2])
+            if k.call("TR.SETBITS", "bm", *map(str, offs[:2])) <= 0:
+                return False
+            reset.append(offs[:2])
+        return True
 
-    threads = [threading.Thread(target=load, args=(1000 + t * 300000,), daemon=True) for t in range(3)]
-    for t in threads:
-        t.start()
+    threads, stop = _write_until_stopped(srv, [1000 + t * 300000 for t in range(3)], step)
     saw_dirty = False
     deadline = time.monotonic() + 30
     while (len(cleared) < 300 or not saw_dirty) and time.monotonic() < deadline:

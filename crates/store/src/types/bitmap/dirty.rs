@@ -664,6 +664,19 @@ mod tests {
         assert!(st.inner.dirty.is_empty());
     }
 
+    /// TR.SETBITS (`set`) or TR.CLEARBITS of `offs` on key `k` through a
+    /// `keep_dirty` transaction: its reply.
+    fn keep_bits(st: &Store, offs: &[u32], set: bool) -> u64 {
+        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+        let got = if set {
+            t.tr_setbits(0, b"k", offs).unwrap()
+        } else {
+            t.tr_clearbits(0, b"k", offs).unwrap()
+        };
+        t.commit().unwrap();
+        got
+    }
+
     /// An edit of listed bits over existing blocks is one record of the
     /// tier (several blocks dirty, exact replies and summary), replayed
     /// after a crash, a new block included; one that empties a block or
@@ -679,16 +692,7 @@ mod tests {
             .collect();
         set_bits(&st, b"k", &base);
         let mut model: BTreeSet<u32> = base.iter().copied().collect();
-        let keep = |offs: &[u32], set: bool| {
-            let mut t = st.begin_keep_dirty(&[(0, b"k")]);
-            let got = if set {
-                t.tr_setbits(0, b"k", offs).unwrap()
-            } else {
-                t.tr_clearbits(0, b"k", offs).unwrap()
-            };
-            t.commit().unwrap();
-            got
-        };
+        let keep = |offs: &[u32], set: bool| keep_bits(&st, offs, set);
         let edit = [7, 13, 1 << 16 | 5, 7, 12];
         assert_eq!(keep(&edit, true), 2003);
         model.extend(edit);
@@ -720,16 +724,7 @@ mod tests {
             values(&st, b"k").unwrap(),
             model.iter().copied().collect::<Vec<_>>()
         );
-        let keep = |offs: &[u32], set: bool| {
-            let mut t = st.begin_keep_dirty(&[(0, b"k")]);
-            let got = if set {
-                t.tr_setbits(0, b"k", offs).unwrap()
-            } else {
-                t.tr_clearbits(0, b"k", offs).unwrap()
-            };
-            t.commit().unwrap();
-            got
-        };
+        let keep = |offs: &[u32], set: bool| keep_bits(&st, offs, set);
         keep(&[1], true);
         model.insert(1);
         // A new block (5), past the maximum: a new dirty container.

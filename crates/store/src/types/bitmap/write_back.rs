@@ -175,21 +175,41 @@ impl Txn {
             summary: Summary::Bitmap(s),
             ..m
         };
+        let logged = self.bm_log_dirty((db, key, meta), vec![(hi, block)], |log| {
+            log.append(db, m.version, key, off, value)
+        })?;
+        Ok(logged.then_some(prev))
+    }
+
+    /// Appends an edit's record to the operation log (`append`) and
+    /// records the key's new `meta` and changed `blocks` in the dirty map
+    /// under the log's lock, so that a checkpoint, which releases log
+    /// segments under it, sees the key dirty with this record. Returns
+    /// false, having done nothing, when the store has no log (the tier is
+    /// off).
+    ///
+    /// # Errors
+    /// `Io` when the log cannot be written (nothing recorded).
+    fn bm_log_dirty(
+        &mut self,
+        (db, key, meta): (u16, &[u8], KeyMeta),
+        blocks: Vec<(u16, dirty::DirtyBlock)>,
+        append: impl FnOnce(&mut oplog::OpLog) -> Result<u64>,
+    ) -> Result<bool> {
+        let dirty = &self.inner.dirty;
         {
-            // Recorded under the log's lock: a checkpoint, which releases
-            // log segments under it, sees the key dirty with this record.
             let mut log = dirty.log.lock();
             let Some(log) = log.as_mut() else {
-                return Ok(None);
+                return Ok(false);
             };
-            let seq = log.append(db, m.version, key, off, value)?;
-            dirty.record(&keys::KeyBuf::meta(db, key), meta, hi, block, seq);
+            let seq = append(log)?;
+            dirty.record_many(&keys::KeyBuf::meta(db, key), meta, blocks, seq);
         }
         // Synced by the commit under `always`, off the I/O threads.
         self.bm.oplog_appended = true;
         // Watchers of the key see the write.
         self.touch(db, key);
-        Ok(Some(prev))
+        Ok(true)
     }
 
     /// The write-back tier's TR.SETBITS / TR.CLEARBITS: the edit of the
@@ -282,18 +302,10 @@ impl Txn {
             summary: Summary::Bitmap(s),
             ..m
         };
-        {
-            // Under the log's lock, as in `bm_setbit_dirty`.
-            let mut log = dirty.log.lock();
-            let Some(log) = log.as_mut() else {
-                return Ok(None);
-            };
-            let seq = log.append_bits(db, m.version, key, sorted, set)?;
-            dirty.record_many(&keys::KeyBuf::meta(db, key), meta, blocks, seq);
-        }
-        self.bm.oplog_appended = true;
-        self.touch(db, key);
-        Ok(Some((card, changed)))
+        let logged = self.bm_log_dirty((db, key, meta), blocks, |log| {
+            log.append_bits(db, m.version, key, sorted, set)
+        })?;
+        Ok(logged.then_some((card, changed)))
     }
 
     /// Absorb hook of a key this `Txn` locks after it began
