@@ -1,7 +1,8 @@
 //! The bitmap write-back tier's dirty state (`docs/architecture.md`, "The
 //! write-back tier"):
-//! single-bit edits and TR.BITOP results acknowledged from memory and the
-//! operation log ([`crate::types::bitmap::oplog`]) before their containers reach the `Kv`.
+//! single-bit edits, edits of listed bits (TR.SETBITS, TR.CLEARBITS) and
+//! TR.BITOP results acknowledged from memory and the operation log
+//! ([`crate::types::bitmap::oplog`]) before their containers reach the `Kv`.
 //!
 //! A deviation from DESIGN.md's "every write command is one atomic write
 //! batch": such an edit is one atomic log record, and reaches the `Kv` in

@@ -1,8 +1,9 @@
 //! The bitmap side of the write-back tier (`dirty.rs`, `oplog.rs`;
-//! docs/architecture.md, "The write-back tier"): a TR.SETBIT or a TR.BITOP result kept
-//! in the dirty map and appended to the operation log instead of written to
-//! the `Kv`, the absorb of a dirty key into a `Txn`, and the replay of a
-//! logged TR.BITOP result at recovery. Contract: the tier never changes a
+//! docs/architecture.md, "The write-back tier"): a TR.SETBIT, an edit of
+//! listed bits (TR.SETBITS, TR.CLEARBITS) or a TR.BITOP result kept in the
+//! dirty map and appended to the operation log instead of written to the
+//! `Kv`, the absorb of a dirty key into a `Txn`, and the replay of a logged
+//! TR.BITOP result at recovery. Contract: the tier never changes a
 //! key's existence, type or expiry; every `Txn` that may read or write a
 //! dirty key through another path absorbs it first, and its commit writes
 //! the key's dirty state with its own writes.
