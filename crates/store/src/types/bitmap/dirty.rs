@@ -750,6 +750,16 @@ mod tests {
         model.insert(3);
         assert_eq!(keep(&[5 << 16 | 9], false), 1);
         model.remove(&(5 << 16 | 9));
+        // More offsets than one record carries: the ordinary path, on a
+        // dirty key (absorbed first).
+        keep(&[4], true);
+        model.insert(4);
+        assert_eq!(st.inner.dirty.len(), 1);
+        let many: Vec<u32> = (0..=crate::types::bitmap::oplog::MAX_BITS as u32)
+            .map(|i| 3 << 16 | i)
+            .collect();
+        assert_eq!(keep(&many, true), (model.len() + many.len()) as u64);
+        model.extend(many);
         assert!(st.inner.dirty.is_empty());
         drop(st);
         let st = open(dir.path());
