@@ -606,6 +606,27 @@ def _write_until_stopped(srv, offsets0, step):
     return threads, stop
 
 
+def _crash_once_dirty(srv, c, done, writers):
+    """Waits (30 s at most) until `done()` holds and INFO has shown the
+    write-back tier holding a dirty key, then kills the server (kill -9),
+    joins the writer threads (`writers`: `_write_until_stopped`'s result)
+    and starts the server again. Returns whether a dirty key was seen, and
+    a client of the restarted server."""
+    threads, stop = writers
+    saw_dirty = False
+    deadline = time.monotonic() + 30
+    while (not done() or not saw_dirty) and time.monotonic() < deadline:
+        saw_dirty = saw_dirty or "write_back_dirty_keys:1" in c.call("INFO", "stats").decode()
+        time.sleep(0.02)
+    c.close()
+    srv.kill()
+    stop.set()
+    for t in threads:
+        t.join(30)
+    srv.start()
+    return saw_dirty, srv.client()
+
+
 def test_crash_keeps_acknowledged_tier_edits_under_everysec(roaringd_server):
     """TR.SETBIT edits kept by the write-back tier are in its operation log
     before their replies under everysec with `write-before-reply yes`: a
@@ -668,21 +689,9 @@ def test_crash_keeps_acknowledged_listed_bit_edits(roaringd_server, fsync):
             reset.append(offs[:2])
         return True
 
-    threads, stop = _write_until_stopped(srv, [1000 + t * 300000 for t in range(3)], step)
-    saw_dirty = False
-    deadline = time.monotonic() + 30
-    while (len(cleared) < 300 or not saw_dirty) and time.monotonic() < deadline:
-        info = c.call("INFO", "stats").decode()
-        saw_dirty = saw_dirty or "write_back_dirty_keys:1" in info
-        time.sleep(0.02)
-    c.close()
-    srv.kill()
-    stop.set()
-    for t in threads:
-        t.join(30)
+    writers = _write_until_stopped(srv, [1000 + t * 300000 for t in range(3)], step)
+    saw_dirty, c = _crash_once_dirty(srv, c, lambda: len(cleared) >= 300, writers)
     assert cleared and saw_dirty
-    srv.start()
-    c = srv.client()
     # bits a SETBITS was sent for (acknowledged or not) are not zeros
     again = {o for offs in sent for o in offs}
     zeros = [o for offs in cleared for o in offs if o not in again]
@@ -694,6 +703,39 @@ def test_crash_keeps_acknowledged_listed_bit_edits(roaringd_server, fsync):
     # 2 set again
     want = 1000000 - len(zeros) - sum(1 for offs in sent if offs not in reset for _ in offs)
     assert want - 3 * 5 <= c.call("TR.BITCOUNT", "bm") <= want + 3 * 2
+    c.close()
+
+
+def test_crash_keeps_acknowledged_range_writes_under_always(roaringd_server):
+    """TR.FLIPRANGE and TR.SETRANGE on a hot key are one record each of the
+    write-back tier's log: under `always` a kill -9 loses none that was
+    acknowledged."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    c = srv.client()
+    assert c.call("TR.SETRANGE", "bm", "0", "999999") == 1000000
+    assert c.call("SAVE") == Status(b"OK")
+    flipped, sent = [], []
+
+    def step(k, offset0, i):
+        lo = offset0 + i * 10
+        # clear 3 bits by a flip; every fourth call sets the first again
+        if k.call("TR.FLIPRANGE", "bm", str(lo), str(lo + 2)) <= 0:
+            return False
+        flipped.append(lo)
+        if i % 4 == 0:
+            sent.append(lo)
+            if k.call("TR.SETRANGE", "bm", str(lo), str(lo)) <= 0:
+                return False
+        return True
+
+    writers = _write_until_stopped(srv, [1000 + t * 300000 for t in range(3)], step)
+    saw_dirty, c = _crash_once_dirty(srv, c, lambda: len(flipped) >= 300, writers)
+    assert flipped and saw_dirty
+    again = set(sent)
+    zeros = [lo + j for lo in flipped for j in range(3) if not (j == 0 and lo in again)]
+    got = c.call("TR.GETBITS", "bm", *map(str, zeros))
+    lost = [o for o, b in zip(zeros, got) if b != 0]
+    assert not lost, f"{len(lost)} acknowledged range writes lost after kill -9, e.g. {lost[:10]}"
     c.close()
 
 

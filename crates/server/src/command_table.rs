@@ -53,9 +53,10 @@ pub enum TierUse {
     /// a key's containers beyond the one the tier edits.
     Absorb,
     /// Works on dirty keys in place (`Store::begin_keep_dirty`): single-bit
-    /// edits and reads, edits of listed bits, and the summary reads (`meta`
-    /// only), for requests of at most `max_argc` arguments (TR.BITCOUNT
-    /// without a range; TR.SETBITS of at most one log record's offsets).
+    /// edits and reads, edits of listed bits, range writes, and the summary
+    /// reads (`meta` only), for requests of at most `max_argc` arguments
+    /// (TR.BITCOUNT without a range; TR.SETBITS of at most one log record's
+    /// offsets).
     KeepDirty {
         /// The longest request (name included) that qualifies.
         max_argc: usize,
@@ -958,11 +959,13 @@ mod tests {
                 ("tr.appendintarray", listed),
                 ("tr.bitcount", 2),
                 ("tr.clearbits", listed),
+                ("tr.fliprange", any),
                 ("tr.getbit", any),
                 ("tr.max", any),
                 ("tr.min", any),
                 ("tr.setbit", any),
                 ("tr.setbits", listed),
+                ("tr.setrange", any),
                 ("tr.stat", any)
             ]
         );

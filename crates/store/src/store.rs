@@ -432,7 +432,7 @@ impl Store {
     /// absorb (`wb` entry, of any version: an absorb writes the key's
     /// state after all its records up to that seq, a TR.BITOP result
     /// having replaced those before it). A single-bit edit
-    /// or an edit of listed bits applies when the key still has that version; a whole value (a
+    /// an edit of listed bits or a range write applies when the key still has that version; a whole value (a
     /// TR.BITOP result) is written under a fresh version, which the later
     /// records of its version then name instead, so that a replay
     /// repeated after a crash during recovery gives the same state.
@@ -476,6 +476,16 @@ impl Store {
                         } else {
                             t.tr_clearbits(db, key, offsets)?;
                         }
+                    }
+                }
+                Change::Range { start, end, flip } => {
+                    if current(&mut t)? {
+                        let op = if *flip {
+                            crate::types::bitmap::RangeOp::Flip
+                        } else {
+                            crate::types::bitmap::RangeOp::Set
+                        };
+                        t.tr_range_write(db, key, *start, *end, op)?;
                     }
                 }
                 Change::Value(blocks) => {

@@ -170,38 +170,37 @@ pub fn remove_interval(a: &[[u16; 2]], lo: u16, hi: u16, out: &mut Vec<[u16; 2]>
     }
 }
 
-/// Runs of `a` with the closed interval `[lo, hi]` inverted.
+/// Runs of `a` with the closed interval `[lo, hi]` inverted, appended to
+/// `out` (which must end before `a`'s first value, or be empty).
 pub fn flip_interval(a: &[[u16; 2]], lo: u16, hi: u16, out: &mut Vec<[u16; 2]>) {
-    // Outside the interval: unchanged. Inside: the gaps of `a` within [lo, hi].
+    // Outside the interval: unchanged. Inside: the gaps of `a` within [lo,
+    // hi]. Everything is appended in ascending order through
+    // `push_interval`, which merges a gap with a kept run it touches.
+    out.reserve(a.len() + 2);
     let mut cursor = lo as u32; // first value of [lo, hi] not yet emitted as a gap
-    let mut pending: Vec<[u16; 2]> = Vec::new();
     for &r in a {
         let e = end(r);
         if e < lo || r[0] > hi {
             if r[0] > hi && cursor <= hi as u32 {
-                push_interval(&mut pending, cursor as u16, hi);
+                push_interval(out, cursor as u16, hi);
                 cursor = hi as u32 + 1;
             }
-            pending.push(r);
+            push_interval(out, r[0], e);
             continue;
         }
         if r[0] < lo {
-            pending.push([r[0], lo - 1 - r[0]]);
+            push_interval(out, r[0], lo - 1);
         }
         let inside_lo = r[0].max(lo) as u32;
         if cursor < inside_lo {
-            push_interval(&mut pending, cursor as u16, (inside_lo - 1) as u16);
+            push_interval(out, cursor as u16, (inside_lo - 1) as u16);
         }
         cursor = e.min(hi) as u32 + 1;
         if e > hi {
-            pending.push([hi + 1, e - hi - 1]);
+            push_interval(out, hi + 1, e);
         }
     }
     if cursor <= hi as u32 {
-        push_interval(&mut pending, cursor as u16, hi);
-    }
-    // Re-merge: a gap may touch a kept run outside the interval.
-    for r in pending {
-        push_interval(out, r[0], end(r));
+        push_interval(out, cursor as u16, hi);
     }
 }

@@ -80,6 +80,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Sets every bit of an inclusive range; returns the cardinality.",
     )
     .work(work::range_containers)
+    .tier(TierUse::KEEP_DIRTY)
     .key_flags(&["RW", "insert"]),
     row(
         "tr.appendbitarray",
@@ -98,6 +99,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Inverts every bit of an inclusive range; returns the cardinality.",
     )
     .work(work::range_containers)
+    .tier(TierUse::KEEP_DIRTY)
     .key_flags(&["RW", "update"]),
     row(
         "tr.appendintarray",

@@ -1,7 +1,7 @@
 //! The bitmap write-back tier's dirty state (`docs/architecture.md`, "The
 //! write-back tier"):
-//! single-bit edits, edits of listed bits (TR.SETBITS, TR.CLEARBITS) and
-//! TR.BITOP results acknowledged from memory and the operation log
+//! single-bit edits, edits of listed bits (TR.SETBITS, TR.CLEARBITS), range
+//! writes (TR.SETRANGE, TR.FLIPRANGE) and TR.BITOP results acknowledged from memory and the operation log
 //! ([`crate::types::bitmap::oplog`]) before their containers reach the `Kv`.
 //!
 //! A deviation from DESIGN.md's "every write command is one atomic write
@@ -479,7 +479,8 @@ impl Dirty {
 mod tests {
     use crate::meta::BitmapSummary;
     use crate::store::{Store, StoreConfig};
-    use crate::types::bitmap::BitOp;
+    use crate::txn::Txn;
+    use crate::types::bitmap::{BitOp, RangeOp};
     use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;
 
@@ -516,6 +517,9 @@ mod tests {
         Bits(usize, Vec<u32>, bool, bool),
         /// TR.RANGE over the whole key (a read that absorbs).
         Range(usize),
+        /// TR.SETRANGE / TR.FLIPRANGE (`.3`) of `.1 ..= .1 + .2` through a
+        /// `keep_dirty` transaction (`.4`) or an ordinary one.
+        RangeWrite(usize, u32, u32, bool, bool),
         /// TR.BITOP into key `.0` (operation `.1`, see [`op_of`]) over
         /// the keys `.2`, begun as the server begins it
         /// (`Store::begin_keeping`): the tier may keep the result whole.
@@ -554,6 +558,8 @@ mod tests {
             4 => (0usize..2, proptest::collection::vec(off(), 1..10), any::<bool>(), any::<bool>())
                 .prop_map(|(k, v, s, fast)| Step::Bits(k, v, s, fast)),
             1 => (0usize..2).prop_map(Step::Range),
+            3 => (0usize..2, off(), prop_oneof![0u32..40, 0u32..140_000], any::<bool>(), any::<bool>())
+                .prop_map(|(k, o, n, flip, fast)| Step::RangeWrite(k, o, n, flip, fast)),
             3 => (0usize..2, 0u8..4, proptest::collection::vec(0usize..2, 1..3))
                 .prop_map(|(k, op, srcs)| Step::BitOp(k, op, srcs)),
             1 => (0usize..2).prop_map(Step::Del),
@@ -665,17 +671,49 @@ mod tests {
         assert!(st.inner.dirty.is_empty());
     }
 
+    /// Blocks 0 and 1 of key `k`: arrays of 1,000 values (every sixth),
+    /// written by an ordinary `Txn`; returns them.
+    fn two_arrays(st: &Store) -> BTreeSet<u32> {
+        let base: Vec<u32> = (0..2u32)
+            .flat_map(|b| (0..1000u32).map(move |i| (b << 16) | (i * 6)))
+            .collect();
+        set_bits(st, b"k", &base);
+        base.into_iter().collect()
+    }
+
+    /// A crash (`st` dropped with its dirty keys), then key `k` of the
+    /// reopened store checked against `model`; returns that store.
+    fn crash_and_check(dir: &Path, st: Store, model: &BTreeSet<u32>) -> Store {
+        drop(st);
+        let st = open(dir);
+        assert!(st.inner.dirty.is_empty());
+        assert_eq!(
+            values(&st, b"k").unwrap(),
+            model.iter().copied().collect::<Vec<_>>()
+        );
+        st
+    }
+
+    /// `f` in a transaction on `key` (`keep_dirty`: one that keeps dirty
+    /// keys, else an ordinary one), committed; returns what `f` did.
+    fn in_txn<T>(st: &Store, key: &[u8], keep_dirty: bool, f: impl FnOnce(&mut Txn) -> T) -> T {
+        let mut t = if keep_dirty {
+            st.begin_keep_dirty(&[(0, key)])
+        } else {
+            st.begin(&[(0, key)])
+        };
+        let got = f(&mut t);
+        t.commit().unwrap();
+        got
+    }
+
     /// TR.SETBITS (`set`) or TR.CLEARBITS of `offs` on key `k` through a
     /// `keep_dirty` transaction: its reply.
     fn keep_bits(st: &Store, offs: &[u32], set: bool) -> u64 {
-        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
-        let got = if set {
-            t.tr_setbits(0, b"k", offs).unwrap()
-        } else {
-            t.tr_clearbits(0, b"k", offs).unwrap()
-        };
-        t.commit().unwrap();
-        got
+        in_txn(st, b"k", true, |t| match set {
+            true => t.tr_setbits(0, b"k", offs).unwrap(),
+            false => t.tr_clearbits(0, b"k", offs).unwrap(),
+        })
     }
 
     /// An edit of listed bits over existing blocks is one record of the
@@ -687,12 +725,7 @@ mod tests {
     fn listed_bits_stay_dirty_and_survive_a_crash() {
         let dir = tempfile::tempdir().unwrap();
         let st = open(dir.path());
-        // Blocks 0 and 1: arrays of 1,000 values (every sixth).
-        let base: Vec<u32> = (0..2u32)
-            .flat_map(|b| (0..1000u32).map(move |i| (b << 16) | (i * 6)))
-            .collect();
-        set_bits(&st, b"k", &base);
-        let mut model: BTreeSet<u32> = base.iter().copied().collect();
+        let mut model = two_arrays(&st);
         let keep = |offs: &[u32], set: bool| keep_bits(&st, offs, set);
         let edit = [7, 13, 1 << 16 | 5, 7, 12];
         assert_eq!(keep(&edit, true), 2003);
@@ -761,12 +794,58 @@ mod tests {
         assert_eq!(keep(&many, true), (model.len() + many.len()) as u64);
         model.extend(many);
         assert!(st.inner.dirty.is_empty());
+        crash_and_check(dir.path(), st, &model);
+    }
+
+    /// A range write over existing and absent blocks is one record of the
+    /// tier, with exact replies and summary, replayed after a crash; one
+    /// that empties a block takes the ordinary path.
+    #[test]
+    fn range_writes_stay_dirty_and_survive_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        let mut model = two_arrays(&st);
+        let range = |st: &Store, (start, end): (u32, u32), op: RangeOp| {
+            in_txn(st, b"k", true, |t| {
+                t.tr_range_write(0, b"k", start, end, op).unwrap()
+            })
+        };
+        let flip = |m: &mut BTreeSet<u32>, (start, end): (u32, u32)| {
+            for v in start..=end {
+                if !m.remove(&v) {
+                    m.insert(v);
+                }
+            }
+        };
+        // Blocks 0 to 3 (2 and 3 absent), the maximum moving up.
+        flip(&mut model, (100, 200_000));
+        assert_eq!(
+            range(&st, (100, 200_000), RangeOp::Flip),
+            model.len() as u64
+        );
+        assert_eq!(st.inner.dirty.len(), 1);
+        model.extend(5..=50);
+        assert_eq!(range(&st, (5, 50), RangeOp::Set), model.len() as u64);
+        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+        let s = t.tr_summary(0, b"k").unwrap().unwrap();
+        t.commit().unwrap();
+        assert_eq!((s.min, s.max, s.card), (0, 200_000, model.len() as u64));
+        assert_eq!(s.sum, model.iter().map(|&v| u64::from(v)).sum::<u64>());
         drop(st);
         let st = open(dir.path());
+        assert!(st.inner.dirty.is_empty());
         assert_eq!(
             values(&st, b"k").unwrap(),
             model.iter().copied().collect::<Vec<_>>()
         );
+        // Emptying block 3 (all set from 3 << 16 up to 200,000): ordinary.
+        flip(&mut model, (3 << 16, 200_000));
+        assert_eq!(
+            range(&st, (3 << 16, 200_000), RangeOp::Flip),
+            model.len() as u64
+        );
+        assert!(st.inner.dirty.is_empty());
+        crash_and_check(dir.path(), st, &model);
     }
 
     /// A dirty bitset block is edited in place by the tier's TR.SETBIT
@@ -864,10 +943,9 @@ mod tests {
 
     /// The keys of `d` now, read by an ordinary (absorbing) `Txn`.
     fn values(st: &Store, key: &[u8]) -> Option<Vec<u32>> {
-        let mut t = st.begin(&[(0, key)]);
-        let got = t.tr_range(0, key, 0, u32::MAX, usize::MAX - 1).unwrap();
-        t.commit().unwrap();
-        got
+        in_txn(st, key, false, |t| {
+            t.tr_range(0, key, 0, u32::MAX, usize::MAX - 1).unwrap()
+        })
     }
 
     /// The facts (extremes, low sum) that cached containers carry into a
@@ -1259,6 +1337,26 @@ mod tests {
                             proptest::prop_assert_eq!(changed, want);
                         }
                         t.commit().unwrap();
+                    }
+                    Step::RangeWrite(k, start, n, flip, fast) => {
+                        let end = start.saturating_add(n);
+                        let mut t = if fast {
+                            st.begin_keep_dirty(&[(0, KEYS[k])])
+                        } else {
+                            st.begin(&[(0, KEYS[k])])
+                        };
+                        let op = if flip { RangeOp::Flip } else { RangeOp::Set };
+                        let card = t.tr_range_write(0, KEYS[k], start, end, op).unwrap();
+                        t.commit().unwrap();
+                        let m = model.entry(k).or_default();
+                        for v in start..=end {
+                            if flip && m.contains(&v) {
+                                m.remove(&v);
+                            } else {
+                                m.insert(v);
+                            }
+                        }
+                        proptest::prop_assert_eq!(card, m.len() as u64);
                     }
                     Step::Range(k) => {
                         let mut t = st.begin(&[(0, KEYS[k])]);

@@ -1,6 +1,6 @@
 //! The operation log of the bitmap write-back tier
 //! (`docs/architecture.md`, "The write-back tier"): an append-only record of single-bit
-//! edits, edits of listed bits and TR.BITOP results that are acknowledged before their
+//! edits, edits of listed bits, range writes and TR.BITOP results that are acknowledged before their
 //! containers reach the LSM store.
 //!
 //! Layout: a directory of segments named `oplog-<first seq, 20 digits>.log`.
@@ -14,7 +14,9 @@
 //! and then the containers, see [`encode_blocks`]); kind 3 or 4 is an
 //! edit of listed bits ([`Change::Bits`]: clear or set; `word` is the
 //! number of offsets, at most [`MAX_BITS`], `rest` the key and then the
-//! offsets, `u32` each). Sequence numbers are
+//! offsets, `u32` each); kind 5 or 6 is a range write ([`Change::Range`]:
+//! set or flip; `word` is the range's first bit, `rest` the key and then
+//! its last bit, `u32`). Sequence numbers are
 //! contiguous across segments, so a segment's name says which records it
 //! holds.
 //!
@@ -78,6 +80,9 @@ const KIND_VALUE: u8 = 2;
 /// The kind byte of a record clearing listed bits; the next one sets them.
 const KIND_CLEAR_BITS: u8 = 3;
 
+/// The kind byte of a record setting a range; the next one flips it.
+const KIND_SET_RANGE: u8 = 5;
+
 /// Most offsets one record of listed bits carries ([`OpLog::append_bits`]):
 /// a longer TR.SETBITS is not the tier's to take.
 pub const MAX_BITS: usize = 4096;
@@ -103,6 +108,17 @@ pub enum Change {
         offsets: Vec<u32>,
         /// Set (true) or clear.
         set: bool,
+    },
+    /// Every bit of `start..=end` set, or flipped (`flip`), in the
+    /// record's key version (TR.SETRANGE, TR.FLIPRANGE; skipped as
+    /// [`Change::Bit`] is).
+    Range {
+        /// First bit of the range.
+        start: u32,
+        /// Last bit of the range (at least `start`).
+        end: u32,
+        /// Flip (true) or set.
+        flip: bool,
     },
 }
 
@@ -352,6 +368,22 @@ fn decode(buf: &[u8]) -> Option<(Op, usize)> {
                 Change::Bits {
                     offsets,
                     set: kind == 4,
+                },
+            )
+        }
+        kind @ (KIND_SET_RANGE | 6) => {
+            let at = rest.len().checked_sub(4)?;
+            let end = u32::from_le_bytes(rest[at..].try_into().ok()?);
+            if at > MAX_KEY || end < word {
+                return None;
+            }
+            let flip = kind == KIND_SET_RANGE + 1;
+            (
+                &rest[..at],
+                Change::Range {
+                    start: word,
+                    end,
+                    flip,
                 },
             )
         }
@@ -698,15 +730,48 @@ impl OpLog {
         if offsets.len() > MAX_BITS {
             return Err(StoreError::corrupt("operation log: too many bits"));
         }
-        self.make_room()?;
+        let tail: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
         let kind = KIND_CLEAR_BITS + u8::from(set);
-        let seq = self.start_record((db, version, key), (kind, offsets.len() as u32))?;
-        // The offsets follow the key: frame and check again.
-        let r = &mut self.scratch;
-        r.reserve(offsets.len() * 4);
-        for o in offsets {
-            r.extend_from_slice(&o.to_le_bytes());
+        self.append_with((db, version, key), (kind, offsets.len() as u32), &tail)
+    }
+
+    /// Queues a range write (`start..=end` set, or flipped) and returns
+    /// its sequence number.
+    ///
+    /// # Errors
+    /// As [`OpLog::append`]; `Corrupt` too when `end < start` (nothing is
+    /// appended then).
+    pub fn append_range(
+        &mut self,
+        db: u16,
+        version: u64,
+        key: &[u8],
+        (start, end): (u32, u32),
+        flip: bool,
+    ) -> Result<u64> {
+        if end < start {
+            return Err(StoreError::corrupt("operation log: empty range"));
         }
+        self.append_with(
+            (db, version, key),
+            (KIND_SET_RANGE + u8::from(flip), start),
+            &end.to_le_bytes(),
+        )
+    }
+
+    /// Queues a record of kind `kind` whose `rest` is the key then
+    /// `tail`, and returns its sequence number.
+    fn append_with(
+        &mut self,
+        (db, version, key): (u16, u64, &[u8]),
+        (kind, word): (u8, u32),
+        tail: &[u8],
+    ) -> Result<u64> {
+        self.make_room()?;
+        let seq = self.start_record((db, version, key), (kind, word))?;
+        // The tail follows the key: frame and check again.
+        let r = &mut self.scratch;
+        r.extend_from_slice(tail);
         let len = (r.len() - 8) as u32;
         r[..4].copy_from_slice(&len.to_le_bytes());
         let check = check_of(&r[8..]);
@@ -933,6 +998,10 @@ mod tests {
                 let kind = KIND_CLEAR_BITS + u8::from(*set);
                 (kind, offsets.len() as u32, &bits[..])
             }
+            Change::Range { start, end, flip } => {
+                bits = end.to_le_bytes().to_vec();
+                (KIND_SET_RANGE + u8::from(*flip), *start, &bits[..])
+            }
         };
         let start = out.len();
         encode_parts(op.seq, (op.db, op.version, &op.key), (kind, word), out);
@@ -947,7 +1016,13 @@ mod tests {
     /// Record `seq`, drawn from `i`: every seventh a value record, every
     /// fifth (else) one of listed bits.
     fn op(seq: u64, i: u32) -> Op {
-        let change = if i.is_multiple_of(5) && !i.is_multiple_of(7) {
+        let change = if i.is_multiple_of(11) && !i.is_multiple_of(7) {
+            Change::Range {
+                start: i,
+                end: i + i % 3 * 70_000,
+                flip: i.is_multiple_of(2),
+            }
+        } else if i.is_multiple_of(5) && !i.is_multiple_of(7) {
             Change::Bits {
                 offsets: (0..i % 9)
                     .map(|j| j.wrapping_mul(2_654_435_761) ^ i)
@@ -984,6 +1059,9 @@ mod tests {
             Change::Bit { offset, set } => log.append(o.db, o.version, &o.key, *offset, *set),
             Change::Bits { offsets, set } => {
                 log.append_bits(o.db, o.version, &o.key, offsets, *set)
+            }
+            Change::Range { start, end, flip } => {
+                log.append_range(o.db, o.version, &o.key, (*start, *end), *flip)
             }
             Change::Value(v) => {
                 let blocks: Vec<(u16, Arc<[u8]>)> = decode_blocks(v)
@@ -1100,7 +1178,7 @@ mod tests {
             r
         };
         let mut bad_flag = rec.clone();
-        bad_flag[8 + 18] = 5;
+        bad_flag[8 + 18] = 7;
         assert!(decode(&rechecked(bad_flag)).is_none());
         // A record of listed bits whose count overruns it or passes MAX_BITS.
         let b = op(5, 5);
@@ -1108,6 +1186,14 @@ mod tests {
         let mut rec = Vec::new();
         encode(&b, &mut rec);
         assert_eq!(decode(&rec), Some((b, rec.len())));
+        let r = op(11, 11);
+        assert!(matches!(r.change, Change::Range { .. }));
+        let mut rrec = Vec::new();
+        encode(&r, &mut rrec);
+        assert_eq!(decode(&rrec), Some((r, rrec.len())));
+        let mut backwards = rrec.clone();
+        backwards[8 + 19..8 + 23].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode(&rechecked(backwards)).is_none());
         for n in [rec.len() as u32, MAX_BITS as u32 + 1] {
             let mut bad = rec.clone();
             bad[8 + 19..8 + 23].copy_from_slice(&n.to_le_bytes());
@@ -1133,6 +1219,7 @@ mod tests {
         assert!(log
             .append_bits(0, 1, b"k", &[0; MAX_BITS + 1], true)
             .is_err());
+        assert!(log.append_range(0, 1, b"k", (5, 4), true).is_err());
         assert!(log
             .append_value(0, 1, b"k", vec![(0, vec![0; MAX_VALUE].into())], 0)
             .is_err());

@@ -6,7 +6,7 @@
 //! TTL: open point 14); TR.OPTIMIZE holds about [`OPTIMIZE_CHUNK_BYTES`] of
 //! containers at a time and leaves the key without delta entries.
 
-use roaringd_bitmap::Bitmap;
+use roaringd_bitmap::{Bitmap, ContainerBuf};
 
 use crate::error::Result;
 use crate::meta::Kind;
@@ -23,6 +23,19 @@ pub enum RangeOp {
     Set,
     /// Invert every bit of the range.
     Flip,
+}
+
+/// Applies `op` over `start..=end` to `c`, block `hi`'s container (a
+/// block of the range).
+pub(super) fn range_edit(c: &mut ContainerBuf, hi: u16, (start, end): (u32, u32), op: RangeOp) {
+    let (shi, slo) = split(start);
+    let (ehi, elo) = split(end);
+    let lo = if hi == shi { slo } else { 0 };
+    let up = if hi == ehi { elo } else { u16::MAX };
+    match op {
+        RangeOp::Set => c.add_range(lo, up),
+        RangeOp::Flip => c.flip_range(lo, up),
+    }
 }
 
 /// Bytes of containers TR.OPTIMIZE reads before rewriting them.
@@ -42,18 +55,21 @@ impl Txn {
         end: u32,
         op: RangeOp,
     ) -> Result<u64> {
+        if self.bm.keep_dirty {
+            if self.writes_nothing() && self.inner.dirty.enabled() {
+                if let Some(card) = self.bm_range_dirty(db, key, (start, end), op)? {
+                    return Ok(card);
+                }
+            }
+            // As in `tr_setbit`: the normal path, on a clean key.
+            self.bm_absorb(&crate::keys::KeyBuf::meta(db, key));
+        }
         let Some(mut e) = self.bm_open(db, key, true)? else {
             return Ok(0);
         };
-        let (shi, slo) = split(start);
-        let (ehi, elo) = split(end);
+        let (shi, ehi) = (split(start).0, split(end).0);
         self.bm_edit_blocks(db, key, &mut e, shi..=ehi, |hi, c| {
-            let lo = if hi == shi { slo } else { 0 };
-            let up = if hi == ehi { elo } else { u16::MAX };
-            match op {
-                RangeOp::Set => c.add_range(lo, up),
-                RangeOp::Flip => c.flip_range(lo, up),
-            }
+            range_edit(c, hi, (start, end), op);
         })?;
         self.bm_finish(db, key, e)
     }

@@ -1,6 +1,7 @@
 //! The bitmap side of the write-back tier (`dirty.rs`, `oplog.rs`;
 //! docs/architecture.md, "The write-back tier"): a TR.SETBIT, an edit of
-//! listed bits (TR.SETBITS, TR.CLEARBITS) or a TR.BITOP result kept in the
+//! listed bits (TR.SETBITS, TR.CLEARBITS), a range write (TR.SETRANGE,
+//! TR.FLIPRANGE) or a TR.BITOP result kept in the
 //! dirty map and appended to the operation log instead of written to the
 //! `Kv`, the absorb of a dirty key into a `Txn`, and the replay of a logged
 //! TR.BITOP result at recovery. Contract: the tier never changes a
@@ -17,14 +18,20 @@ use crate::keys;
 use crate::meta::{BitmapSummary, KeyMeta, Kind, Summary};
 use crate::txn::Txn;
 
+use super::block_facts::low_sum;
 use super::bytes::{cached_facts, split, view, Bytes, ContainerBytes};
 use super::container_cache::{deltas_of, facts_of, padded, padded_by, padded_with, set_facts, PAD};
 use super::delta;
 use super::page;
+use super::range_writes::{range_edit, RangeOp};
 use super::setops::KeptBlocks;
 use super::summary::{census, census_bitset_flip, summary_of, summary_point, summary_push};
 use super::txn_state::WrittenBlock;
 use super::{dirty, oplog};
+
+/// Most blocks a range write the tier takes may span (2^26 bits): a longer
+/// one is stored by the ordinary path.
+pub(super) const MAX_RANGE_BLOCKS: usize = 1024;
 
 impl Txn {
     /// The write-back tier's TR.SETBIT (`docs/architecture.md`, "The
@@ -172,32 +179,38 @@ impl Txn {
             bytes,
             stored_deltas: n,
         };
-        let meta = KeyMeta {
-            summary: Summary::Bitmap(s),
-            ..m
-        };
-        let logged = self.bm_log_dirty((db, key, meta), vec![(hi, block)], |log| {
-            log.append(db, m.version, key, off, value)
+        // The room was checked when the bytes were made.
+        let version = m.version;
+        let logged = self.bm_log_dirty((db, key, m, s), (vec![(hi, block)], 0), |log| {
+            log.append(db, version, key, off, value)
         })?;
         Ok(logged.then_some(prev))
     }
 
     /// Appends an edit's record to the operation log (`append`) and
-    /// records the key's new `meta` and changed `blocks` in the dirty map
-    /// under the log's lock, so that a checkpoint, which releases log
-    /// segments under it, sees the key dirty with this record. Returns
-    /// false, having done nothing, when the store has no log (the tier is
-    /// off).
+    /// records the key's meta (`m` with summary `s`) and changed `blocks`
+    /// in the dirty map under the log's lock, so that a checkpoint, which
+    /// releases log segments under it, sees the key dirty with this
+    /// record. Returns false, having done nothing, when the blocks' `room`
+    /// (counted bytes) is past the budget or the store has no log (the
+    /// tier is off).
     ///
     /// # Errors
     /// `Io` when the log cannot be written (nothing recorded).
     fn bm_log_dirty(
         &mut self,
-        (db, key, meta): (u16, &[u8], KeyMeta),
-        blocks: Vec<(u16, dirty::DirtyBlock)>,
+        (db, key, m, s): (u16, &[u8], KeyMeta, BitmapSummary),
+        (blocks, room): (Vec<(u16, dirty::DirtyBlock)>, u64),
         append: impl FnOnce(&mut oplog::OpLog) -> Result<u64>,
     ) -> Result<bool> {
         let dirty = &self.inner.dirty;
+        if !dirty.has_room(room) {
+            return Ok(false);
+        }
+        let meta = KeyMeta {
+            summary: Summary::Bitmap(s),
+            ..m
+        };
         {
             let mut log = dirty.log.lock();
             let Some(log) = log.as_mut() else {
@@ -294,19 +307,120 @@ impl Txn {
         if changed == 0 {
             return Ok(Some((s.card, 0)));
         }
-        let dirty = &self.inner.dirty;
-        if !dirty.has_room(room) {
+        let version = m.version;
+        let logged = self.bm_log_dirty((db, key, m, s), (blocks, room), |log| {
+            log.append_bits(db, version, key, sorted, set)
+        })?;
+        Ok(logged.then_some((s.card, changed)))
+    }
+
+    /// The write-back tier's TR.SETRANGE / TR.FLIPRANGE over
+    /// `start..=end`: each changed container kept in the dirty map with
+    /// the new summary and the write appended to the operation log as one
+    /// record (synced by the commit under `always`); nothing is written to
+    /// the `Kv`. Returns the cardinality after, or `None` when the write
+    /// is not the tier's to take, having changed nothing: a missing or
+    /// empty key, one with an expiry, a range over more than
+    /// [`MAX_RANGE_BLOCKS`] blocks, a block emptied, extremes that only a
+    /// scan past the range could find, or a full budget.
+    ///
+    /// # Errors
+    /// `WrongType`; `Io` when the log cannot be written (nothing changed).
+    pub(super) fn bm_range_dirty(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        (start, end): (u32, u32),
+        op: RangeOp,
+    ) -> Result<Option<u64>> {
+        let (shi, ehi) = (split(start).0, split(end).0);
+        if usize::from(ehi - shi) >= MAX_RANGE_BLOCKS {
             return Ok(None);
         }
-        let card = s.card;
-        let meta = KeyMeta {
-            summary: Summary::Bitmap(s),
-            ..m
+        let Some(m) = self.meta_of(db, key, Kind::Bitmap)? else {
+            return Ok(None);
         };
-        let logged = self.bm_log_dirty((db, key, meta), blocks, |log| {
-            log.append_bits(db, m.version, key, sorted, set)
+        let old_s = summary_of(&m);
+        if m.expire_at_ms != 0 || old_s.card == 0 {
+            return Ok(None);
+        }
+        let mut s = old_s;
+        let mut blocks: Vec<(u16, dirty::DirtyBlock)> = Vec::new();
+        let mut room = 0u64;
+        // The smallest and largest set bits of the blocks of the range, as
+        // they end up.
+        let (mut first, mut last): (Option<u32>, Option<u32>) = (None, None);
+        for hi in shi..=ehi {
+            let old_bytes = self.bm_get(db, key, m.version, hi, Some(&old_s))?;
+            let old_view = old_bytes.as_ref().map(view).transpose()?;
+            let old = old_view
+                .as_ref()
+                .map_or(ContainerRef::Array(&[]), |v| v.as_ref());
+            // A flip changes every bit of the block's part of the range; a
+            // set, those not set yet.
+            let (lo, up) = (
+                start.max(u32::from(hi) << 16),
+                end.min(u32::from(hi) << 16 | 0xFFFF),
+            );
+            let width = up - lo + 1;
+            let unchanged =
+                op == RangeOp::Set && old.count_range(split(lo).1, split(up).1) == width;
+            let base = u32::from(hi) << 16;
+            if unchanged {
+                if let (Some(a), Some(b)) = (old.min(), old.max()) {
+                    first.get_or_insert(base | u32::from(a));
+                    last = Some(base | u32::from(b));
+                }
+                continue;
+            }
+            let mut new = old.to_buf();
+            range_edit(&mut new, hi, (start, end), op);
+            let Some((a, b)) = new.as_ref().min().zip(new.as_ref().max()) else {
+                // A block emptied.
+                return Ok(None);
+            };
+            first.get_or_insert(base | u32::from(a));
+            last = Some(base | u32::from(b));
+            census(&mut s, old, false);
+            census(&mut s, new.as_ref(), true);
+            let in_block = |r: ContainerRef<'_>| {
+                i128::from(r.cardinality()) * i128::from(base) + i128::from(low_sum(r))
+            };
+            let sum = i128::from(s.sum) + in_block(new.as_ref()) - in_block(old);
+            s.sum = u64::try_from(sum).unwrap_or(0);
+            let n = old_bytes.as_ref().map_or(0, Bytes::deltas);
+            room += (PAD + new.as_bytes().len()) as u64;
+            blocks.push((
+                hi,
+                dirty::DirtyBlock {
+                    bytes: padded(new.as_bytes(), n),
+                    stored_deltas: n,
+                },
+            ));
+        }
+        if blocks.is_empty() {
+            return Ok(Some(s.card));
+        }
+        // Bits outside the range are unchanged: an extreme outside it
+        // stays; one inside it is the range's own as it ends up, unless
+        // the range ends up empty while the key has bits beyond it.
+        if old_s.min >= start {
+            match first {
+                Some(v) => s.min = v,
+                None => return Ok(None),
+            }
+        }
+        if old_s.max <= end {
+            match last {
+                Some(v) => s.max = v,
+                None => return Ok(None),
+            }
+        }
+        let version = m.version;
+        let logged = self.bm_log_dirty((db, key, m, s), (blocks, room), |log| {
+            log.append_range(db, version, key, (start, end), op == RangeOp::Flip)
         })?;
-        Ok(logged.then_some((card, changed)))
+        Ok(logged.then_some(s.card))
     }
 
     /// Absorb hook of a key this `Txn` locks after it began
