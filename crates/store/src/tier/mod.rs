@@ -186,6 +186,15 @@ impl Tier {
         self.holds_all.store(true, Ordering::Relaxed);
     }
 
+    /// True when user key `mk` (meta key), which the caller found not
+    /// resident under its shard's lock, does not exist: the tier holds
+    /// every key (an eviction, which ends that, clears the flag under the
+    /// victim's shard lock). Internal records existed before the tier and
+    /// are never known absent.
+    fn knows_absent(&self, mk: &[u8]) -> bool {
+        self.holds_all.load(Ordering::Relaxed) && !mk.starts_with(&keys::INTERNAL_DB.to_be_bytes())
+    }
+
     /// Drops every resident key (a cache decision: nothing is lost).
     pub fn clear(&self) {
         self.holds_all.store(false, Ordering::Relaxed);
@@ -419,14 +428,8 @@ impl TieredKv {
                         return Ok(m);
                     }
                 }
-                // A user key the tier lacks while it holds every key does
-                // not exist (an eviction, which ends that, clears the flag
-                // under the victim's shard lock, held here too): no LSM
-                // read, and no entry kept for the absence. Internal
-                // records existed before the tier and are read.
-                None if self.tier.holds_all.load(Ordering::Relaxed)
-                    && !mk.starts_with(&keys::INTERNAL_DB.to_be_bytes()) =>
-                {
+                // No LSM read, and no entry kept for the absence.
+                None if self.tier.knows_absent(mk) => {
                     drop(s);
                     self.hit();
                     return Ok(None);
@@ -766,7 +769,7 @@ impl Kv for TieredKv {
         let mut s = self.tier.shard_of(mk).lock();
         match s.get_mut(mk) {
             Some(e) => e.is_warm(),
-            None => self.tier.holds_all.load(Ordering::Relaxed),
+            None => self.tier.knows_absent(mk),
         }
     }
 

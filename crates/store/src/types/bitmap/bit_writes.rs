@@ -9,7 +9,6 @@
 use roaringd_bitmap::{ContainerBuf, ContainerView};
 
 use crate::error::Result;
-use crate::keys;
 use crate::meta::Kind;
 use crate::txn::Txn;
 
@@ -24,17 +23,10 @@ impl Txn {
     /// # Errors
     /// `WrongType`.
     pub fn tr_setbit(&mut self, db: u16, key: &[u8], off: u32, value: bool) -> Result<bool> {
-        if self.bm.keep_dirty {
-            if self.writes_nothing() && self.inner.dirty.enabled() {
-                if let Some(prev) = self.bm_setbit_dirty(db, key, off, value)? {
-                    return Ok(prev);
-                }
-            }
-            // Not the tier's (refused, the tier off, or this `Txn` has
-            // written already): the normal path, on a clean key. Written
-            // on top of a dirty key, the edit would be hidden by its dirty
-            // state and then undone by its absorb.
-            self.bm_absorb(&keys::KeyBuf::meta(db, key));
+        if let Some(prev) =
+            self.bm_offer_dirty(db, key, |t| t.bm_setbit_dirty(db, key, off, value))?
+        {
+            return Ok(prev);
         }
         let Some(mut e) = self.bm_open(db, key, true)? else {
             return Ok(false);
@@ -102,14 +94,10 @@ impl Txn {
         let mut sorted = offs.to_vec();
         sorted.sort_unstable();
         sorted.dedup();
-        if self.bm.keep_dirty {
-            if self.writes_nothing() && self.inner.dirty.enabled() {
-                if let Some(done) = self.bm_bits_dirty(db, key, &sorted, set)? {
-                    return Ok(done);
-                }
-            }
-            // As in `tr_setbit`: the normal path, on a clean key.
-            self.bm_absorb(&keys::KeyBuf::meta(db, key));
+        if let Some(done) =
+            self.bm_offer_dirty(db, key, |t| t.bm_bits_dirty(db, key, &sorted, set))?
+        {
+            return Ok(done);
         }
         let Some(mut e) = self.bm_open(db, key, set)? else {
             return Ok((0, 0));

@@ -671,14 +671,16 @@ mod tests {
         assert!(st.inner.dirty.is_empty());
     }
 
-    /// Blocks 0 and 1 of key `k`: arrays of 1,000 values (every sixth),
-    /// written by an ordinary `Txn`; returns them.
-    fn two_arrays(st: &Store) -> BTreeSet<u32> {
+    /// A store in `dir` whose key `k` holds blocks 0 and 1 as arrays of
+    /// 1,000 values (every sixth), written by an ordinary `Txn`; returns it
+    /// and those values.
+    fn open_with_two_arrays(dir: &Path) -> (Store, BTreeSet<u32>) {
+        let st = open(dir);
         let base: Vec<u32> = (0..2u32)
             .flat_map(|b| (0..1000u32).map(move |i| (b << 16) | (i * 6)))
             .collect();
-        set_bits(st, b"k", &base);
-        base.into_iter().collect()
+        set_bits(&st, b"k", &base);
+        (st, base.into_iter().collect())
     }
 
     /// A crash (`st` dropped with its dirty keys), then key `k` of the
@@ -724,8 +726,7 @@ mod tests {
     #[test]
     fn listed_bits_stay_dirty_and_survive_a_crash() {
         let dir = tempfile::tempdir().unwrap();
-        let st = open(dir.path());
-        let mut model = two_arrays(&st);
+        let (st, mut model) = open_with_two_arrays(dir.path());
         let keep = |offs: &[u32], set: bool| keep_bits(&st, offs, set);
         let edit = [7, 13, 1 << 16 | 5, 7, 12];
         assert_eq!(keep(&edit, true), 2003);
@@ -745,19 +746,11 @@ mod tests {
             2
         );
         // Summary reads see the dirty state.
-        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
-        let s = t.tr_summary(0, b"k").unwrap().unwrap();
-        t.commit().unwrap();
+        let s = in_txn(&st, b"k", true, |t| t.tr_summary(0, b"k").unwrap().unwrap());
         assert_eq!(s.card, model.len() as u64);
         assert_eq!(s.sum, model.iter().map(|&v| u64::from(v)).sum::<u64>());
         // A crash: both records are replayed.
-        drop(st);
-        let st = open(dir.path());
-        assert!(st.inner.dirty.is_empty());
-        assert_eq!(
-            values(&st, b"k").unwrap(),
-            model.iter().copied().collect::<Vec<_>>()
-        );
+        let st = crash_and_check(dir.path(), st, &model);
         let keep = |offs: &[u32], set: bool| keep_bits(&st, offs, set);
         keep(&[1], true);
         model.insert(1);
@@ -803,8 +796,7 @@ mod tests {
     #[test]
     fn range_writes_stay_dirty_and_survive_a_crash() {
         let dir = tempfile::tempdir().unwrap();
-        let st = open(dir.path());
-        let mut model = two_arrays(&st);
+        let (st, mut model) = open_with_two_arrays(dir.path());
         let range = |st: &Store, (start, end): (u32, u32), op: RangeOp| {
             in_txn(st, b"k", true, |t| {
                 t.tr_range_write(0, b"k", start, end, op).unwrap()
@@ -826,18 +818,10 @@ mod tests {
         assert_eq!(st.inner.dirty.len(), 1);
         model.extend(5..=50);
         assert_eq!(range(&st, (5, 50), RangeOp::Set), model.len() as u64);
-        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
-        let s = t.tr_summary(0, b"k").unwrap().unwrap();
-        t.commit().unwrap();
+        let s = in_txn(&st, b"k", true, |t| t.tr_summary(0, b"k").unwrap().unwrap());
         assert_eq!((s.min, s.max, s.card), (0, 200_000, model.len() as u64));
         assert_eq!(s.sum, model.iter().map(|&v| u64::from(v)).sum::<u64>());
-        drop(st);
-        let st = open(dir.path());
-        assert!(st.inner.dirty.is_empty());
-        assert_eq!(
-            values(&st, b"k").unwrap(),
-            model.iter().copied().collect::<Vec<_>>()
-        );
+        let st = crash_and_check(dir.path(), st, &model);
         // Emptying block 3 (all set from 3 << 16 up to 200,000): ordinary.
         flip(&mut model, (3 << 16, 200_000));
         assert_eq!(
@@ -905,9 +889,7 @@ mod tests {
         let mut want: BTreeSet<u32> = base.iter().copied().collect();
         want.extend([1, 2, 3]);
         want.remove(&13);
-        let mut t = st.begin_keep_dirty(&[(0, b"k")]);
-        let s = t.tr_summary(0, b"k").unwrap().unwrap();
-        t.commit().unwrap();
+        let s = in_txn(&st, b"k", true, |t| t.tr_summary(0, b"k").unwrap().unwrap());
         assert_eq!(s.card, want.len() as u64);
         assert_eq!(s.sum, want.iter().map(|&v| u64::from(v)).sum::<u64>());
         assert_eq!((s.min, s.max), (0, 4999 * 13));

@@ -27,15 +27,22 @@ pub enum RangeOp {
 
 /// Applies `op` over `start..=end` to `c`, block `hi`'s container (a
 /// block of the range).
-pub(super) fn range_edit(c: &mut ContainerBuf, hi: u16, (start, end): (u32, u32), op: RangeOp) {
-    let (shi, slo) = split(start);
-    let (ehi, elo) = split(end);
-    let lo = if hi == shi { slo } else { 0 };
-    let up = if hi == ehi { elo } else { u16::MAX };
+pub(super) fn range_edit(c: &mut ContainerBuf, hi: u16, range: (u32, u32), op: RangeOp) {
+    let (lo, up) = block_part(hi, range);
     match op {
         RangeOp::Set => c.add_range(lo, up),
         RangeOp::Flip => c.flip_range(lo, up),
     }
+}
+
+/// The low values `lo..=up` of block `hi`'s part of `start..=end` (a
+/// range that reaches the block).
+pub(super) fn block_part(hi: u16, (start, end): (u32, u32)) -> (u16, u16) {
+    let (shi, slo) = split(start);
+    let (ehi, elo) = split(end);
+    let lo = if hi == shi { slo } else { 0 };
+    let up = if hi == ehi { elo } else { u16::MAX };
+    (lo, up)
 }
 
 /// Bytes of containers TR.OPTIMIZE reads before rewriting them.
@@ -55,14 +62,10 @@ impl Txn {
         end: u32,
         op: RangeOp,
     ) -> Result<u64> {
-        if self.bm.keep_dirty {
-            if self.writes_nothing() && self.inner.dirty.enabled() {
-                if let Some(card) = self.bm_range_dirty(db, key, (start, end), op)? {
-                    return Ok(card);
-                }
-            }
-            // As in `tr_setbit`: the normal path, on a clean key.
-            self.bm_absorb(&crate::keys::KeyBuf::meta(db, key));
+        if let Some(card) =
+            self.bm_offer_dirty(db, key, |t| t.bm_range_dirty(db, key, (start, end), op))?
+        {
+            return Ok(card);
         }
         let Some(mut e) = self.bm_open(db, key, true)? else {
             return Ok(0);

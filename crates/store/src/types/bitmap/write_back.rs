@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use roaringd_bitmap::ContainerRef;
+use roaringd_bitmap::{ContainerBuf, ContainerRef};
 
 use crate::error::{Result, StoreError};
 use crate::keys;
@@ -23,7 +23,7 @@ use super::bytes::{cached_facts, split, view, Bytes, ContainerBytes};
 use super::container_cache::{deltas_of, facts_of, padded, padded_by, padded_with, set_facts, PAD};
 use super::delta;
 use super::page;
-use super::range_writes::{range_edit, RangeOp};
+use super::range_writes::{block_part, range_edit, RangeOp};
 use super::setops::KeptBlocks;
 use super::summary::{census, census_bitset_flip, summary_of, summary_point, summary_push};
 use super::txn_state::WrittenBlock;
@@ -32,6 +32,34 @@ use super::{dirty, oplog};
 /// Most blocks a range write the tier takes may span (2^26 bits): a longer
 /// one is stored by the ordinary path.
 pub(super) const MAX_RANGE_BLOCKS: usize = 1024;
+
+/// The containers an edit of several blocks changes, for the dirty map,
+/// with the bytes they count against its budget.
+#[derive(Default)]
+struct DirtyBlocks {
+    blocks: Vec<(u16, dirty::DirtyBlock)>,
+    room: u64,
+}
+
+impl DirtyBlocks {
+    /// Block `hi` goes from `old` to `new` (its stored deltas: `n`):
+    /// counted in summary `s`'s census and kept.
+    fn push(
+        &mut self,
+        s: &mut BitmapSummary,
+        hi: u16,
+        (old, new, n): (ContainerRef<'_>, &ContainerBuf, u16),
+    ) {
+        census(s, old, false);
+        census(s, new.as_ref(), true);
+        self.room += (PAD + new.as_bytes().len()) as u64;
+        let block = dirty::DirtyBlock {
+            bytes: padded(new.as_bytes(), n),
+            stored_deltas: n,
+        };
+        self.blocks.push((hi, block));
+    }
+}
 
 impl Txn {
     /// The write-back tier's TR.SETBIT (`docs/architecture.md`, "The
@@ -181,17 +209,50 @@ impl Txn {
         };
         // The room was checked when the bytes were made.
         let version = m.version;
-        let logged = self.bm_log_dirty((db, key, m, s), (vec![(hi, block)], 0), |log| {
+        let one = DirtyBlocks {
+            blocks: vec![(hi, block)],
+            room: 0,
+        };
+        let logged = self.bm_log_dirty((db, key, m, s), one, |log| {
             log.append(db, version, key, off, value)
         })?;
         Ok(logged.then_some(prev))
     }
 
+    /// Offers an edit of `key` to the write-back tier when this `Txn` was
+    /// begun with `Store::begin_keep_dirty`: `take` is the tier's path
+    /// (`Some` when it took the edit), tried while this `Txn` has written
+    /// nothing and the tier is on. When the tier does not take it, the key
+    /// is absorbed, so the ordinary path the caller then takes edits a
+    /// clean key (written on top of a dirty one, the edit would be hidden
+    /// by its dirty state and then undone by its absorb). `None` for a
+    /// `Txn` that does not keep dirty keys.
+    ///
+    /// # Errors
+    /// `take`'s.
+    pub(super) fn bm_offer_dirty<T>(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        take: impl FnOnce(&mut Txn) -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
+        if !self.bm.keep_dirty {
+            return Ok(None);
+        }
+        if self.writes_nothing() && self.inner.dirty.enabled() {
+            if let Some(done) = take(self)? {
+                return Ok(Some(done));
+            }
+        }
+        self.bm_absorb(&keys::KeyBuf::meta(db, key));
+        Ok(None)
+    }
+
     /// Appends an edit's record to the operation log (`append`) and
-    /// records the key's meta (`m` with summary `s`) and changed `blocks`
+    /// records the key's meta (`m` with summary `s`) and changed blocks
     /// in the dirty map under the log's lock, so that a checkpoint, which
     /// releases log segments under it, sees the key dirty with this
-    /// record. Returns false, having done nothing, when the blocks' `room`
+    /// record. Returns false, having done nothing, when the blocks' room
     /// (counted bytes) is past the budget or the store has no log (the
     /// tier is off).
     ///
@@ -200,7 +261,7 @@ impl Txn {
     fn bm_log_dirty(
         &mut self,
         (db, key, m, s): (u16, &[u8], KeyMeta, BitmapSummary),
-        (blocks, room): (Vec<(u16, dirty::DirtyBlock)>, u64),
+        DirtyBlocks { blocks, room }: DirtyBlocks,
         append: impl FnOnce(&mut oplog::OpLog) -> Result<u64>,
     ) -> Result<bool> {
         let dirty = &self.inner.dirty;
@@ -258,8 +319,8 @@ impl Txn {
         if m.expire_at_ms != 0 || s.card == 0 {
             return Ok(None);
         }
-        let mut blocks: Vec<(u16, dirty::DirtyBlock)> = Vec::new();
-        let (mut changed, mut room) = (0u64, 0u64);
+        let mut out = DirtyBlocks::default();
+        let mut changed = 0u64;
         let mut i = 0;
         while i < sorted.len() {
             let hi = split(sorted[i]).0;
@@ -295,20 +356,13 @@ impl Txn {
             if new.is_empty() {
                 return Ok(None);
             }
-            census(&mut s, old, false);
-            census(&mut s, new.as_ref(), true);
-            room += (PAD + new.as_bytes().len()) as u64;
-            let block = dirty::DirtyBlock {
-                bytes: padded(new.as_bytes(), n),
-                stored_deltas: n,
-            };
-            blocks.push((hi, block));
+            out.push(&mut s, hi, (old, &new, n));
         }
         if changed == 0 {
             return Ok(Some((s.card, 0)));
         }
         let version = m.version;
-        let logged = self.bm_log_dirty((db, key, m, s), (blocks, room), |log| {
+        let logged = self.bm_log_dirty((db, key, m, s), out, |log| {
             log.append_bits(db, version, key, sorted, set)
         })?;
         Ok(logged.then_some((s.card, changed)))
@@ -345,8 +399,7 @@ impl Txn {
             return Ok(None);
         }
         let mut s = old_s;
-        let mut blocks: Vec<(u16, dirty::DirtyBlock)> = Vec::new();
-        let mut room = 0u64;
+        let mut out = DirtyBlocks::default();
         // The smallest and largest set bits of the blocks of the range, as
         // they end up.
         let (mut first, mut last): (Option<u32>, Option<u32>) = (None, None);
@@ -358,47 +411,36 @@ impl Txn {
                 .map_or(ContainerRef::Array(&[]), |v| v.as_ref());
             // A flip changes every bit of the block's part of the range; a
             // set, those not set yet.
-            let (lo, up) = (
-                start.max(u32::from(hi) << 16),
-                end.min(u32::from(hi) << 16 | 0xFFFF),
-            );
-            let width = up - lo + 1;
-            let unchanged =
-                op == RangeOp::Set && old.count_range(split(lo).1, split(up).1) == width;
+            let (lo, up) = block_part(hi, (start, end));
+            let unchanged = op == RangeOp::Set && old.count_range(lo, up) == u32::from(up - lo) + 1;
+            let new = (!unchanged).then(|| {
+                let mut c = old.to_buf();
+                range_edit(&mut c, hi, (start, end), op);
+                c
+            });
+            let now = new.as_ref().map_or(old, ContainerBuf::as_ref);
             let base = u32::from(hi) << 16;
-            if unchanged {
-                if let (Some(a), Some(b)) = (old.min(), old.max()) {
+            match now.min().zip(now.max()) {
+                Some((a, b)) => {
                     first.get_or_insert(base | u32::from(a));
                     last = Some(base | u32::from(b));
                 }
-                continue;
-            }
-            let mut new = old.to_buf();
-            range_edit(&mut new, hi, (start, end), op);
-            let Some((a, b)) = new.as_ref().min().zip(new.as_ref().max()) else {
                 // A block emptied.
-                return Ok(None);
+                None if new.is_some() => return Ok(None),
+                None => {}
+            }
+            let Some(new) = new else {
+                continue;
             };
-            first.get_or_insert(base | u32::from(a));
-            last = Some(base | u32::from(b));
-            census(&mut s, old, false);
-            census(&mut s, new.as_ref(), true);
             let in_block = |r: ContainerRef<'_>| {
                 i128::from(r.cardinality()) * i128::from(base) + i128::from(low_sum(r))
             };
             let sum = i128::from(s.sum) + in_block(new.as_ref()) - in_block(old);
             s.sum = u64::try_from(sum).unwrap_or(0);
             let n = old_bytes.as_ref().map_or(0, Bytes::deltas);
-            room += (PAD + new.as_bytes().len()) as u64;
-            blocks.push((
-                hi,
-                dirty::DirtyBlock {
-                    bytes: padded(new.as_bytes(), n),
-                    stored_deltas: n,
-                },
-            ));
+            out.push(&mut s, hi, (old, &new, n));
         }
-        if blocks.is_empty() {
+        if out.blocks.is_empty() {
             return Ok(Some(s.card));
         }
         // Bits outside the range are unchanged: an extreme outside it
@@ -417,7 +459,7 @@ impl Txn {
             }
         }
         let version = m.version;
-        let logged = self.bm_log_dirty((db, key, m, s), (blocks, room), |log| {
+        let logged = self.bm_log_dirty((db, key, m, s), out, |log| {
             log.append_range(db, version, key, (start, end), op == RangeOp::Flip)
         })?;
         Ok(logged.then_some(s.card))
