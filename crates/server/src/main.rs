@@ -16,6 +16,9 @@ fn main() {
 /// but a few: `Vec<u8>`, maps, `Arc`s) go to plain `mi_malloc`, whose blocks
 /// are always 8-aligned: its fast path is shorter than `mi_malloc_aligned`'s,
 /// which falls back to a generic path for blocks over 1 KiB.
+///
+/// The memory tier's entries go to a heap of their own per thread
+/// (`roaringd_server::allocator::heap_for_allocation`).
 #[cfg(feature = "mimalloc")]
 mod alloc {
     use libmimalloc_sys as mi;
@@ -34,12 +37,17 @@ mod alloc {
     unsafe impl GlobalAlloc for MiMalloc {
         #[inline]
         unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            // SAFETY: plain FFI calls with a valid size and alignment.
+            let heap = roaringd_server::allocator::heap_for_allocation();
+            // SAFETY: plain FFI calls with a valid size and alignment, and
+            // a heap of this thread (or none).
             unsafe {
-                if layout.align() <= PLAIN_ALIGN {
-                    mi::mi_malloc(layout.size()).cast()
-                } else {
-                    mi::mi_malloc_aligned(layout.size(), layout.align()).cast()
+                match (heap.is_null(), layout.align() <= PLAIN_ALIGN) {
+                    (true, true) => mi::mi_malloc(layout.size()).cast(),
+                    (true, false) => mi::mi_malloc_aligned(layout.size(), layout.align()).cast(),
+                    (false, true) => mi::mi_heap_malloc(heap, layout.size()).cast(),
+                    (false, false) => {
+                        mi::mi_heap_malloc_aligned(heap, layout.size(), layout.align()).cast()
+                    }
                 }
             }
         }
@@ -64,9 +72,13 @@ mod alloc {
 
         #[inline]
         unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            // SAFETY: `ptr` came from this allocator with `layout`.
+            let heap = roaringd_server::allocator::heap_for_allocation();
+            // SAFETY: `ptr` came from this allocator with `layout`; `heap`
+            // is this thread's (mi_heap_realloc moves the block into it).
             unsafe {
-                if layout.align() <= PLAIN_ALIGN {
+                if !heap.is_null() && layout.align() <= PLAIN_ALIGN {
+                    mi::mi_heap_realloc(heap, ptr.cast::<c_void>(), new_size).cast()
+                } else if layout.align() <= PLAIN_ALIGN {
                     mi::mi_realloc(ptr.cast::<c_void>(), new_size).cast()
                 } else {
                     mi::mi_realloc_aligned(ptr.cast::<c_void>(), new_size, layout.align()).cast()

@@ -122,6 +122,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
     crate::allocator::start_collector();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
+        .on_thread_park(crate::allocator::collect_when_idle)
         .enable_all()
         .build()
     {

@@ -182,7 +182,8 @@ impl KeyRead {
         Ok(None)
     }
 
-    /// Calls `f` with the elements of a set (member, empty value) or a
+    /// Calls `f` with the elements of a set (member, empty value; read from
+    /// its pages) or a
     /// hash (field, value) in byte order of member or field (the order
     /// of SMEMBERS / HGETALL for a `big` key; a small one replies in
     /// another order), from the one after `after` (`None`: the first),
@@ -218,16 +219,29 @@ impl KeyRead {
         for e in self.kv()?.range(Space::Data, start, end, false) {
             let (k, val) = e?;
             let sub = &k[prefix.len()..];
-            let val = if hash {
-                val.get(8..)
-                    .ok_or_else(|| StoreError::corrupt("hash field entry shorter than 8 bytes"))?
-            } else {
-                &[][..]
-            };
-            f(sub, val);
-            bytes += sub.len() + val.len();
-            if bytes >= max_bytes {
-                return Ok(Some(sub.to_vec()));
+            if hash {
+                let val = val
+                    .get(8..)
+                    .ok_or_else(|| StoreError::corrupt("hash field entry shorter than 8 bytes"))?;
+                f(sub, val);
+                bytes += sub.len() + val.len();
+                if bytes >= max_bytes {
+                    return Ok(Some(sub.to_vec()));
+                }
+                continue;
+            }
+            // A set page: its members above `after` (the page after the
+            // cursor's may hold some at or below it).
+            for m in crate::types::sets::page::Members::new(sub, &val)? {
+                let m = m?;
+                if after.is_some_and(|a| m <= a) {
+                    continue;
+                }
+                f(m, &[]);
+                bytes += m.len();
+                if bytes >= max_bytes {
+                    return Ok(Some(m.to_vec()));
+                }
             }
         }
         Ok(None)

@@ -36,7 +36,7 @@ impl KeyBuf {
     /// Longest key kept inline.
     pub const INLINE: usize = 80;
 
-    fn from_parts(parts: &[&[u8]]) -> Self {
+    pub(crate) fn from_parts(parts: &[&[u8]]) -> Self {
         let n: usize = parts.iter().map(|p| p.len()).sum();
         if n > Self::INLINE {
             let mut v = Vec::with_capacity(n);

@@ -28,6 +28,7 @@
 //!   member / field for elements) is at most 65,535 bytes (fjall's limit),
 //!   reported as `StoreError::KeyTooLong`.
 
+pub mod alloc_hint;
 pub mod error;
 pub mod key_read;
 pub mod keys;

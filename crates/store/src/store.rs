@@ -226,11 +226,14 @@ pub struct Store {
     pub(crate) inner: Arc<Inner>,
 }
 
-/// The store format this build writes: 2 = bitmaps in packed pages
+/// The store format this build writes: 3 = set members in pages
+/// (`types::sets::page`; format 2 stored one entry per member, which
+/// format 3 reads as one-member pages); 2 = bitmaps in packed pages
 /// (`types::bitmap::page`; 1, unrecorded, was one entry per container,
-/// which format 2 reads as is). A directory of a higher format is refused
-/// at open.
-pub const STORE_FORMAT: u64 = 2;
+/// which later formats read as is). A directory of a higher format is
+/// refused at open, so a format-2 build never takes a set page's members
+/// for its last one alone.
+pub const STORE_FORMAT: u64 = 3;
 
 /// `meta` key of the store format record.
 fn format_key() -> Vec<u8> {
@@ -1007,6 +1010,7 @@ fn spawn_persister(weak: Weak<Inner>) {
             if !inner.dirty.is_empty() {
                 let _ = store.checkpoint();
             }
+            let _ = inner.kv.release_when_idle();
         });
 }
 

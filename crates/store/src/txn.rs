@@ -686,13 +686,7 @@ impl Txn {
     }
 
     /// Up to `k` distinct random elements `(subkey, value)` of a key
-    /// version holding `card` elements. One element (`k == 1`) is a pick
-    /// by rank, exactly uniform up to `random-pick-limit` elements
-    /// ([`crate::sample::pick_one`]). Otherwise, up to 1,024 elements (or
-    /// when `k` is over a quarter of them) the sample is uniform over a
-    /// full scan; bigger collections sample a window of about `2k` elements
-    /// after a random pivot between the first and last subkey (cheap, not
-    /// exactly uniform).
+    /// version holding `card` elements (see `Txn::sample_of`).
     ///
     /// # Errors
     /// `Io`.
@@ -704,51 +698,71 @@ impl Txn {
         card: u64,
         k: usize,
     ) -> Result<Pairs> {
+        self.sample_of(
+            card,
+            k,
+            |after, reverse| self.data_iter(db, key, version, after, reverse),
+            |e| &e.0,
+        )
+    }
+
+    /// Up to `k` distinct random items of an ordered collection of `card`
+    /// items, which `items(after, reverse)` yields ascending above `after`
+    /// (exclusive; `None`: all) or, for `reverse`, all of them descending
+    /// (`after` is then `None`); `name` gives an item's key. One item
+    /// (`k == 1`) is a pick by rank, exactly uniform up to
+    /// `random-pick-limit` items ([`crate::sample::pick_one`]). Otherwise,
+    /// up to 1,024 items (or when `k` is over a quarter of them) the sample
+    /// is uniform over a full scan; bigger collections sample a window of
+    /// about `2k` items after a random pivot between the first and last key
+    /// (cheap, not exactly uniform).
+    ///
+    /// # Errors
+    /// Those of `items`.
+    pub(crate) fn sample_of<T, I>(
+        &self,
+        card: u64,
+        k: usize,
+        items: impl Fn(Option<&[u8]>, bool) -> I,
+        name: impl Fn(&T) -> &[u8],
+    ) -> Result<Vec<T>>
+    where
+        I: Iterator<Item = Result<T>>,
+    {
+        let bounds = || -> Result<Option<(T, T)>> {
+            let first = items(None, false).next().transpose()?;
+            let last = items(None, true).next().transpose()?;
+            Ok(first.zip(last))
+        };
         if k == 1 {
-            let scan = |from: Option<&[u8]>| self.data_iter(db, key, version, from, false);
-            let bounds = || {
-                let first = self.data_iter(db, key, version, None, false).next();
-                let last = self.data_iter(db, key, version, None, true).next();
-                Ok(match (first.transpose()?, last.transpose()?) {
-                    (Some((f, _)), Some((l, _))) => Some((f, l)),
-                    _ => None,
-                })
-            };
-            let rev = Box::new(|| self.data_iter(db, key, version, None, true));
-            return Ok(crate::sample::pick_one(card, scan, Some(rev), bounds)?
-                .into_iter()
-                .collect());
+            let names = || Ok(bounds()?.map(|(f, l)| (name(&f).to_vec(), name(&l).to_vec())));
+            let rev = Box::new(|| items(None, true));
+            return Ok(
+                crate::sample::pick_one(card, |from| items(from, false), Some(rev), names)?
+                    .into_iter()
+                    .collect(),
+            );
         }
         if card <= 1024 || (k as u64).saturating_mul(4) > card {
-            let all = self
-                .data_iter(db, key, version, None, false)
-                .collect::<Result<Vec<_>>>()?;
+            let all = items(None, false).collect::<Result<Vec<_>>>()?;
             return Ok(crate::sample::reservoir(all.into_iter(), k));
         }
-        let first = self
-            .data_iter(db, key, version, None, false)
-            .next()
-            .transpose()?;
-        let last = self
-            .data_iter(db, key, version, None, true)
-            .next()
-            .transpose()?;
-        let (Some((first, _)), Some((last, _))) = (first, last) else {
+        let Some((first, last)) = bounds()? else {
             return Ok(Vec::new());
         };
-        let pivot = crate::sample::pivot_between(&first, &last);
+        let pivot = crate::sample::pivot_between(name(&first), name(&last));
         let want = k.saturating_mul(2).max(16);
         let mut window = Vec::with_capacity(want);
-        for e in self.data_iter(db, key, version, Some(&pivot), false) {
+        for e in items(Some(&pivot), false) {
             if window.len() >= want {
                 break;
             }
             window.push(e?);
         }
         if window.len() < want {
-            for e in self.data_iter(db, key, version, None, false) {
+            for e in items(None, false) {
                 let e = e?;
-                if window.len() >= want || e.0 > pivot {
+                if window.len() >= want || name(&e) > pivot.as_slice() {
                     break;
                 }
                 window.push(e);
@@ -820,6 +834,61 @@ impl Txn {
                 )
             };
         Merge::new(kv, ov, reverse).map(move |r| r.map(|(k, v)| (k[plen..].to_vec(), v)))
+    }
+
+    /// `f(subkey, value)` of the first element of a key version from
+    /// `from` upward, as [`Txn::data_first`] finds it, with the element
+    /// borrowed where the `Kv` holds it in memory and this `Txn` has no
+    /// pending write in the range (else a copy). `None` when there is none.
+    ///
+    /// # Errors
+    /// `Io`.
+    pub(crate) fn data_first_with<T>(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        from: Bound<&[u8]>,
+        f: impl FnOnce(&[u8], &[u8]) -> T,
+    ) -> Result<Option<T>> {
+        // The version's entries lie below the first key of the next one;
+        // keys built on the stack (no allocation on this path).
+        let (Bound::Included(sub) | Bound::Excluded(sub)) = from else {
+            return self.data_first_with(db, key, version, Bound::Included(&[]), f);
+        };
+        let lo_key = keys::KeyBuf::data(db, key, version, sub);
+        let lo = match from {
+            Bound::Excluded(_) => Bound::Excluded(&*lo_key),
+            _ => Bound::Included(&*lo_key),
+        };
+        let hi_key = version
+            .checked_add(1)
+            .map(|next| keys::KeyBuf::data(db, key, next, &[]));
+        let pending = |hi: Bound<&[u8]>| self.data.range::<[u8], _>((lo, hi)).next().is_some();
+        let hi = match &hi_key {
+            Some(k)
+                if !crate::kv::range_is_empty(lo, Bound::Excluded(k))
+                    && !pending(Bound::Excluded(k)) =>
+            {
+                Bound::Excluded(&**k)
+            }
+            _ => {
+                return Ok(self
+                    .data_first(db, key, version, from, false)?
+                    .map(|(k, v)| f(&k, &v)))
+            }
+        };
+        let plen = lo_key.len() - sub.len();
+        let mut f = Some(f);
+        let mut out = None;
+        self.inner
+            .kv
+            .range_first_visit(Space::Data, lo, hi, &mut |k, v| {
+                if let Some(f) = f.take() {
+                    out = Some(f(&k[plen..], v));
+                }
+            })?;
+        Ok(out)
     }
 
     /// The first element `(subkey, value)` of a key version from `from` (a

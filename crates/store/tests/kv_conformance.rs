@@ -198,7 +198,8 @@ fn store_deleted_set_elements_invisible_then_collected_by_compaction() {
         let old_version = store.begin(&[]).meta(0, b"s").unwrap().unwrap().version;
         let prefix = keys::data_prefix(0, b"s", old_version);
         let raw = |store: &Store| store.kv().prefix(Space::Data, &prefix, false).count();
-        assert_eq!(raw(&store), 100, "{name}");
+        // 100 short members are one page (`types::sets::page`).
+        assert_eq!(raw(&store), 1, "{name}");
 
         // DEL, then recreate with one member: the old elements are invisible.
         let mut t = store.begin(&[(0, b"s")]);
@@ -215,7 +216,7 @@ fn store_deleted_set_elements_invisible_then_collected_by_compaction() {
         drop(t);
         assert_eq!(
             raw(&store),
-            100,
+            1,
             "{name}: stale entries still stored before compaction"
         );
 
@@ -442,7 +443,8 @@ fn store_compaction_during_writes_never_drops_live_elements() {
                     false,
                 )
                 .count();
-            assert_eq!(raw, 20, "{name}: version {v}");
+            // The live version's one page (20 short members).
+            assert_eq!(raw, 1, "{name}: version {v}");
         }
     }
 }
@@ -535,5 +537,95 @@ fn store_active_expiry_cursor_still_finds_keys_added_behind_it() {
         }
         assert_eq!(got.len(), 5, "{name}");
         assert_eq!(store.stats().dbs[0].keys, 0, "{name}");
+    }
+}
+
+#[test]
+fn kv_release_when_idle_flushes_memtables_and_keeps_every_entry() {
+    for (name, kv, _d) in backends() {
+        let mut b = WriteBatch::new();
+        for i in 0..20_000u32 {
+            b.put(Space::Data, i.to_be_bytes().to_vec(), vec![7u8; 100]);
+        }
+        kv.write(b, Durability::Lazy).unwrap();
+        let before = kv.stats().memtable_bytes;
+        // The first call only notes the writes; idle calls then seal, and
+        // once the flushes are done, release. Flushes run in the
+        // background: call until the memtables are empty (bounded).
+        for _ in 0..500 {
+            kv.release_when_idle().unwrap();
+            if kv.stats().memtable_bytes == 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        if name == "lsm" {
+            assert!(before > 1 << 20, "{name}: {before}");
+            assert_eq!(kv.stats().memtable_bytes, 0, "{name}");
+        }
+        assert_eq!(kv.prefix(Space::Data, &[], false).count(), 20_000, "{name}");
+        assert_eq!(
+            kv.get(Space::Data, &77u32.to_be_bytes()).unwrap(),
+            Some(vec![7u8; 100]),
+            "{name}"
+        );
+        // Another write starts over: the next call only notes it.
+        let mut b = WriteBatch::new();
+        b.put(Space::Meta, b"m".to_vec(), b"1".to_vec());
+        kv.write(b, Durability::Lazy).unwrap();
+        kv.release_when_idle().unwrap();
+        assert_eq!(
+            kv.get(Space::Meta, b"m").unwrap(),
+            Some(b"1".to_vec()),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn store_reads_and_edits_a_set_stored_one_entry_per_member() {
+    use roaringd_store::meta::{KeyMeta, Summary};
+    for (name, store, _d) in stores() {
+        // How sets were stored before pages: an empty value under each
+        // member.
+        let version = store.begin(&[(0, b"s")]).new_data_version().unwrap();
+        let members: Vec<Vec<u8>> = (0..300).map(|i| format!("m{i:03}").into_bytes()).collect();
+        let mut b = WriteBatch::new();
+        for m in &members {
+            b.put(Space::Data, keys::data_key(0, b"s", version, m), Vec::new());
+        }
+        let meta = KeyMeta {
+            version,
+            expire_at_ms: 0,
+            big: true,
+            noint: false,
+            summary: Summary::Set { card: 300 },
+        };
+        b.put(Space::Meta, keys::meta_key(0, b"s"), meta.encode());
+        store.kv().write(b, Durability::Lazy).unwrap();
+
+        let mut t = store.begin(&[(0, b"s")]);
+        assert_eq!(t.smembers(0, b"s").unwrap(), members, "{name}");
+        assert!(t.sismember(0, b"s", b"m150").unwrap(), "{name}");
+        assert!(!t.sismember(0, b"s", b"m1500").unwrap(), "{name}");
+        assert_eq!(
+            t.sadd(0, b"s", &[b"m1500".to_vec(), b"m150".to_vec()])
+                .unwrap(),
+            1,
+            "{name}"
+        );
+        assert_eq!(
+            t.srem(0, b"s", &[b"m000".to_vec(), b"m299".to_vec()])
+                .unwrap(),
+            2,
+            "{name}"
+        );
+        t.commit().unwrap();
+        let mut t = store.begin(&[(0, b"s")]);
+        let mut want: Vec<Vec<u8>> = members[1..299].to_vec();
+        want.push(b"m1500".to_vec());
+        want.sort();
+        assert_eq!(t.smembers(0, b"s").unwrap(), want, "{name}");
+        assert_eq!(t.scard(0, b"s").unwrap(), 299, "{name}");
     }
 }

@@ -13,11 +13,12 @@ use crate::kv::{
 use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
 use fjall::config::PartitioningPolicy;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable, Snapshot};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use std::cell::RefCell;
 use std::ops::Bound;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 fn io(e: fjall::Error) -> StoreError {
@@ -37,7 +38,54 @@ pub struct LsmKv {
     /// keyspace's memtable size from its creation, so this applies the
     /// current setting to an older data directory too.
     memtable_limit: u64,
+    /// Batches written so far (for [`Kv::release_when_idle`]).
+    writes: AtomicU64,
+    /// Where [`Kv::release_when_idle`] stands.
+    idle: Mutex<Idle>,
+    /// A keyspace of its own for [`Kv::release_when_idle`]'s marker entry
+    /// (never read; holds one key).
+    marker: Keyspace,
 }
+
+/// Releasing memtables once writes stop ([`Kv::release_when_idle`]).
+///
+/// fjall frees a flushed memtable only when it drops the engine versions
+/// that name it, and it drops those only while sealing some memtable
+/// later (with no snapshot open). After a burst of writes the last
+/// memtables (up to `memtable_limit` of them, plus the one flushed
+/// before) so stayed in memory until the next burst: 150 MB after loading
+/// a million set members. So, once a call finds no batch written since
+/// the previous one, it seals every non-empty memtable (they flush in the
+/// background), unless they hold under [`IDLE_RELEASE_MIN`] and no table
+/// was written since the last release; once those flushes are done, it writes one entry to the
+/// `marker` keyspace and seals that, which lets fjall drop the versions
+/// that kept the flushed memtables. Then nothing until the next write.
+#[derive(Default)]
+struct Idle {
+    /// [`LsmKv::writes`] at the previous call.
+    seen: u64,
+    stage: IdleStage,
+    /// Tables of the three spaces at the last release.
+    tables: u64,
+}
+
+/// Memtable bytes from which an idle store flushes them (below it, only a
+/// flush since the last release makes it act).
+const IDLE_RELEASE_MIN: u64 = 1 << 20;
+
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+enum IdleStage {
+    /// Writes since the previous call.
+    #[default]
+    Busy,
+    /// Memtables sealed; their flushes may be running.
+    Sealed,
+    /// Everything released.
+    Released,
+}
+
+/// Name of the marker keyspace.
+const MARKER_SPACE: &str = "idle-marker";
 
 type MetaSlot = Arc<RwLock<Option<Keyspace>>>;
 
@@ -98,15 +146,26 @@ impl LsmKv {
         };
         let spaces = [open(Space::Meta)?, open(Space::Data)?, open(Space::Expiry)?];
         *meta_slot.write() = Some(spaces[Space::Meta.index()].clone());
+        let marker = db
+            .keyspace(MARKER_SPACE, KeyspaceCreateOptions::default)
+            .map_err(io)?;
         let kv = LsmKv {
             db,
             spaces: Arc::new(spaces),
             meta_slot,
             memtable_limit: 2 * memtable_bytes.max(1 << 20),
+            writes: AtomicU64::new(0),
+            idle: Mutex::new(Idle::default()),
+            marker,
         };
         // A replayed journal may have refilled memtables of an older size.
         kv.bound_memtables()?;
         Ok(kv)
+    }
+
+    /// Tables of the three spaces.
+    fn table_count(&self) -> u64 {
+        self.spaces.iter().map(|k| k.table_count() as u64).sum()
     }
 
     /// Seals the active memtables (fjall flushes them in the background)
@@ -243,6 +302,7 @@ impl Kv for LsmKv {
             }
         }
         b.commit().map_err(io)?;
+        self.writes.fetch_add(1, Ordering::Relaxed);
         self.bound_memtables()
     }
 
@@ -259,6 +319,43 @@ impl Kv for LsmKv {
 
     fn flush_buffers(&self) -> Result<()> {
         self.db.persist(PersistMode::Buffer).map_err(io)
+    }
+
+    fn release_when_idle(&self) -> Result<()> {
+        let writes = self.writes.load(Ordering::Relaxed);
+        let mut idle = self.idle.lock();
+        if writes != idle.seen {
+            idle.seen = writes;
+            idle.stage = IdleStage::Busy;
+            return Ok(());
+        }
+        match idle.stage {
+            IdleStage::Busy => {
+                // Small memtables, and no flush since the last release
+                // (which could have left a flushed memtable held): nothing
+                // worth a flush.
+                if self.db.write_buffer_size() < IDLE_RELEASE_MIN
+                    && self.table_count() == idle.tables
+                {
+                    idle.stage = IdleStage::Released;
+                    return Ok(());
+                }
+                for ks in self.spaces.iter() {
+                    ks.rotate_memtable().map_err(io)?;
+                }
+                idle.stage = IdleStage::Sealed;
+            }
+            IdleStage::Sealed if self.db.outstanding_flushes() == 0 => {
+                self.marker
+                    .insert("idle", writes.to_be_bytes())
+                    .map_err(io)?;
+                self.marker.rotate_memtable().map_err(io)?;
+                idle.stage = IdleStage::Released;
+                idle.tables = self.table_count();
+            }
+            IdleStage::Sealed | IdleStage::Released => {}
+        }
+        Ok(())
     }
 
     fn compact(&self) -> Result<()> {
@@ -278,7 +375,7 @@ impl Kv for LsmKv {
             memtable_bytes: self.db.write_buffer_size(),
             cache_bytes: self.db.cache_size(),
             cache_capacity: self.db.cache_capacity(),
-            table_count: self.spaces.iter().map(|k| k.table_count() as u64).sum(),
+            table_count: self.table_count(),
             compactions_completed: self.db.compactions_completed() as u64,
         }
     }

@@ -192,6 +192,29 @@ pub trait KvRead: Send + Sync {
         self.range(space, start, end, reverse).next().transpose()
     }
 
+    /// Calls `f` with the first entry an ascending [`KvRead::range`] would
+    /// yield (key and value, borrowed); false when there is none. An
+    /// engine that holds the entry in memory (the memory tier) hands it
+    /// over without a copy.
+    ///
+    /// # Errors
+    /// `Io` when the underlying store fails.
+    fn range_first_visit(
+        &self,
+        space: Space,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        f: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool> {
+        Ok(match self.range_first(space, start, end, false)? {
+            Some((k, v)) => {
+                f(&k, &v);
+                true
+            }
+            None => false,
+        })
+    }
+
     /// Entries whose key starts with `prefix`, ascending or descending.
     fn prefix(&self, space: Space, prefix: &[u8], reverse: bool) -> KvIter<'_> {
         match prefix_end(prefix) {
@@ -276,6 +299,18 @@ pub trait Kv: KvRead {
     /// # Errors
     /// `Io` when the write fails.
     fn flush_buffers(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Called once a second by the store's persister: when no batch was
+    /// written since the previous call, hands back the memory the engine
+    /// holds for writes it has made durable (for the LSM store, its
+    /// memtables, see `lsm.rs`), in steps over later calls. A no-op for
+    /// engines without such memory.
+    ///
+    /// # Errors
+    /// `Io` when a step fails (the next call tries again).
+    fn release_when_idle(&self) -> Result<()> {
         Ok(())
     }
 

@@ -181,6 +181,23 @@ pub(crate) type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 /// Data entries of `data` (a complete key's map) with suffix in the bounds,
 /// ascending (or descending), as full `data` keys under `prefix`; the
 /// first `limit` of them.
+/// The first entry of `data` (a complete key's map) with suffix in the
+/// bounds that is present: `(suffix, value)`, ascending.
+pub(crate) fn first_present<'a>(
+    data: &'a DataMap,
+    start: Bound<&[u8]>,
+    end: Bound<&[u8]>,
+) -> Option<(&'a [u8], &'a [u8])> {
+    let mut lo = start;
+    loop {
+        let (k, v) = data.first_in(lo, end, false)?;
+        if let Some(v) = v {
+            return Some((k, v));
+        }
+        lo = Bound::Excluded(k);
+    }
+}
+
 pub(crate) fn collect_range(
     data: &DataMap,
     prefix: &[u8],

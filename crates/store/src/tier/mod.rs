@@ -338,7 +338,7 @@ impl Tier {
         f: impl FnOnce(&mut Entry) -> isize,
     ) {
         let (e, created) = if create {
-            s.get_or_insert(tier_key)
+            crate::alloc_hint::resident(|| s.get_or_insert(tier_key))
         } else {
             match s.get_mut(tier_key) {
                 Some(e) => (e, false),
@@ -349,7 +349,7 @@ impl Tier {
             self.keys.fetch_add(1, Ordering::Relaxed);
             self.account(e.bytes as isize);
         }
-        let delta = f(e);
+        let delta = crate::alloc_hint::resident(|| f(e));
         e.bytes = e.bytes.saturating_add_signed(delta);
         self.touch(e);
         self.account(delta);
@@ -508,9 +508,10 @@ impl TieredKv {
                 });
                 return Ok(None);
             }
-            data.push((Box::from(suffix), Some(v.into_boxed_slice())));
+            let entry = crate::alloc_hint::resident(|| (Box::from(suffix), Some(Box::from(&*v))));
+            data.push(entry);
         }
-        let data = DataMap::from_sorted(data);
+        let data = crate::alloc_hint::resident(|| DataMap::from_sorted(data));
         let out = answer(&data);
         self.tier.fill(tk, gen, |e| {
             let old: usize = e
@@ -532,7 +533,8 @@ impl TieredKv {
     }
 
     /// A range of `data` within one key, from memory when the key is
-    /// resident and complete (loading it whole first when small enough).
+    /// resident and complete (loading it whole first when small enough):
+    /// the first `limit` entries, as `range` yields them.
     fn range_data(
         &self,
         start: Bound<&[u8]>,
@@ -540,6 +542,23 @@ impl TieredKv {
         reverse: bool,
         limit: usize,
     ) -> Option<Result<entry::Entries>> {
+        self.with_data_range(start, end, |data, prefix, lo, hi| {
+            entry::collect_range(data, prefix, lo, hi, reverse, limit)
+        })
+    }
+
+    /// `answer(data, prefix, start, end)` over the map of the one key a
+    /// `data` range lies in, with the range's bounds as suffixes of
+    /// `prefix` (`db | len | key`), when the tier holds what the range
+    /// covers (loading the key whole first when small enough). `None` when
+    /// the range is not within one key or the key is too big: the caller
+    /// reads the LSM store. The answer runs under the key's shard lock.
+    fn with_data_range<T>(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        answer: impl FnOnce(&DataMap, &[u8], Bound<&[u8]>, Bound<&[u8]>) -> T,
+    ) -> Option<Result<T>> {
         let (Bound::Included(s) | Bound::Excluded(s)) = start else {
             return None;
         };
@@ -560,7 +579,12 @@ impl TieredKv {
             _ => Bound::Excluded(&s[plen..]),
         };
         if crate::kv::range_is_empty(start_suffix, end_suffix) {
-            return Some(Ok(Vec::new()));
+            return Some(Ok(answer(
+                &DataMap::default(),
+                prefix,
+                start_suffix,
+                end_suffix,
+            )));
         }
         let tk = tier_key_of_data(prefix);
         let shard = self.tier.shard_of(&tk);
@@ -569,14 +593,7 @@ impl TieredKv {
             let gen = s.gen;
             match s.get_mut(&tk) {
                 Some(e) if e.covers(range_version(start_suffix, end_suffix)) => {
-                    let out = entry::collect_range(
-                        &e.data,
-                        prefix,
-                        start_suffix,
-                        end_suffix,
-                        reverse,
-                        limit,
-                    );
+                    let out = answer(&e.data, prefix, start_suffix, end_suffix);
                     self.tier.touch(e);
                     drop(s);
                     self.hit();
@@ -588,7 +605,7 @@ impl TieredKv {
         };
         self.miss();
         let loaded = self.load_whole(&tk, prefix, gen, |data| {
-            entry::collect_range(data, prefix, start_suffix, end_suffix, reverse, limit)
+            answer(data, prefix, start_suffix, end_suffix)
         });
         match loaded {
             Ok(Some(v)) => Some(Ok(v)),
@@ -711,6 +728,29 @@ impl KvRead for TieredKv {
         }
         self.inner.range_first(space, start, end, reverse)
     }
+
+    fn range_first_visit(
+        &self,
+        space: Space,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        f: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<bool> {
+        if space == Space::Data {
+            let seek = self.with_data_range(start, end, |data, prefix, lo, hi| {
+                entry::first_present(data, lo, hi).map(|(k, v)| {
+                    let key = keys::KeyBuf::from_parts(&[prefix, k]);
+                    f(&key, v);
+                })
+            });
+            match seek {
+                Some(Ok(found)) => return Ok(found.is_some()),
+                Some(Err(e)) => return Err(e),
+                None => {}
+            }
+        }
+        self.inner.range_first_visit(space, start, end, f)
+    }
 }
 
 impl Kv for TieredKv {
@@ -750,6 +790,10 @@ impl Kv for TieredKv {
 
     fn flush_buffers(&self) -> Result<()> {
         self.inner.flush_buffers()
+    }
+
+    fn release_when_idle(&self) -> Result<()> {
+        self.inner.release_when_idle()
     }
 
     fn compact(&self) -> Result<()> {

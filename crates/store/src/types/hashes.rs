@@ -303,7 +303,12 @@ impl Txn {
             all.retain(|(f, _)| keep(f));
             return Ok((0, all));
         }
-        let (next, items) = self.scan_elements(db, key, &m, cursor, count)?;
+        let (next, items) = self.scan_cursor(
+            cursor,
+            count,
+            |after| self.data_iter(db, key, m.version, after, false),
+            |e| &e.0,
+        )?;
         let mut out = Vec::with_capacity(items.len());
         for (f, v) in items {
             if keep(&f) {

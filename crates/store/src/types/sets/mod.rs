@@ -1,16 +1,21 @@
 //! Set operations on a `Txn`: SADD, SREM, SISMEMBER, SMISMEMBER, SCARD,
 //! SMEMBERS, SSCAN, SPOP, SRANDMEMBER, SMOVE, SINTER/SUNION/SDIFF (+STORE),
 //! SINTERCARD. A set is a meta entry (cardinality in its summary, so SCARD
-//! is O(1)) plus one `data` entry per member with an empty value.
+//! is O(1)) plus its members in pages of about a kilobyte, `data` entries
+//! keyed by their greatest member ([`page`]; the operations on them in
+//! `members`).
 //!
 //! Encoding names follow Redis 7.0: `intset` while every member is an
 //! integer and there are at most 512 of them, then `hashtable` for good.
 //! Small (intset) sets list members in numeric order, as Redis does.
 
+mod members;
+pub mod page;
+
 use crate::error::Result;
 use crate::meta::{KeyMeta, Kind, Summary};
 use crate::sample;
-use crate::txn::{Pairs, Txn};
+use crate::txn::Txn;
 use roaringd_compat::glob::glob_match;
 use roaringd_compat::number::parse_i64;
 
@@ -24,15 +29,18 @@ fn card_of(m: &KeyMeta) -> u64 {
     }
 }
 
-/// True when `members` keep a set in the intset encoding.
-fn fits_intset(card: u64, member: &[u8]) -> bool {
-    card <= MAX_INTSET_ENTRIES && parse_i64(member).is_some()
-}
-
 /// Sorts members numerically when they all parse as integers (intset
 /// order), else leaves them in byte order.
 fn intset_order(members: &mut [Vec<u8>]) {
     members.sort_by_key(|m| parse_i64(m).unwrap_or(i64::MAX));
+}
+
+/// `members` ascending, without repeats (as the page operations take them).
+fn sorted_unique<M: AsRef<[u8]>>(members: &[M]) -> Vec<&[u8]> {
+    let mut v: Vec<&[u8]> = members.iter().map(AsRef::as_ref).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// How a set-algebra command combines its inputs.
@@ -66,24 +74,17 @@ impl Txn {
                 summary: Summary::Set { card: 0 },
             },
         };
-        let mut card = card_of(&m);
-        let mut added = 0;
-        for member in members {
-            let member = member.as_ref();
-            if self.data_get(db, key, m.version, member)?.is_none() {
-                self.data_put(db, key, m.version, member, Vec::new());
-                card += 1;
-                added += 1;
-                if !m.big && !fits_intset(card, member) {
-                    m.big = true;
-                }
-            }
+        let new = self.set_insert(db, key, m.version, &sorted_unique(members))?;
+        if new.is_empty() {
+            return Ok(0);
         }
-        if added > 0 {
-            m.summary = Summary::Set { card };
-            self.put_meta(db, key, m)?;
+        let card = card_of(&m) + new.len() as u64;
+        if !m.big && (card > MAX_INTSET_ENTRIES || new.iter().any(|x| parse_i64(x).is_none())) {
+            m.big = true;
         }
-        Ok(added)
+        m.summary = Summary::Set { card };
+        self.put_meta(db, key, m)?;
+        Ok(new.len() as u64)
     }
 
     /// SREM: removes members; deletes the key when it empties. Returns how
@@ -95,16 +96,8 @@ impl Txn {
         let Some(mut m) = self.set_meta(db, key)? else {
             return Ok(0);
         };
-        let mut card = card_of(&m);
-        let mut removed = 0;
-        for member in members {
-            let member = member.as_ref();
-            if self.data_get(db, key, m.version, member)?.is_some() {
-                self.data_delete(db, key, m.version, member);
-                card = card.saturating_sub(1);
-                removed += 1;
-            }
-        }
+        let removed = self.set_remove(db, key, m.version, &sorted_unique(members))?;
+        let card = card_of(&m).saturating_sub(removed);
         if removed > 0 {
             if card == 0 {
                 self.delete_meta(db, key)?;
@@ -124,7 +117,7 @@ impl Txn {
         let Some(m) = self.set_meta(db, key)? else {
             return Ok(false);
         };
-        Ok(self.data_get(db, key, m.version, member)?.is_some())
+        self.set_contains(db, key, m.version, member)
     }
 
     /// SMISMEMBER: one flag per member.
@@ -142,7 +135,7 @@ impl Txn {
         };
         members
             .iter()
-            .map(|x| Ok(self.data_get(db, key, m.version, x.as_ref())?.is_some()))
+            .map(|x| self.set_contains(db, key, m.version, x.as_ref()))
             .collect()
     }
 
@@ -168,8 +161,7 @@ impl Txn {
 
     fn members_of(&self, db: u16, key: &[u8], m: &KeyMeta) -> Result<Vec<Vec<u8>>> {
         let mut out: Vec<Vec<u8>> = self
-            .data_iter(db, key, m.version, None, false)
-            .map(|r| r.map(|(k, _)| k))
+            .set_members(db, key, m.version, None, false)
             .collect::<Result<_>>()?;
         if !m.big {
             intset_order(&mut out);
@@ -199,26 +191,34 @@ impl Txn {
             all.retain(|x| pattern.is_none_or(|p| glob_match(p, x)));
             return Ok((0, all));
         }
-        let (next, items) = self.scan_elements(db, key, &m, cursor, count)?;
-        Ok((
-            next,
-            items
-                .into_iter()
-                .map(|(k, _)| k)
-                .filter(|x| pattern.is_none_or(|p| glob_match(p, x)))
-                .collect(),
-        ))
+        let (next, mut items) = self.scan_cursor(
+            cursor,
+            count,
+            |after| self.set_members(db, key, m.version, after, false),
+            |x| x,
+        )?;
+        items.retain(|x| pattern.is_none_or(|p| glob_match(p, x)));
+        Ok((next, items))
     }
 
-    /// One page of a big set's or hash's elements after `cursor`.
-    pub(crate) fn scan_elements(
+    /// One step of a cursor scan: up to `count` (at least one) items of
+    /// those `items(after)` yields ascending above `after` (exclusive;
+    /// `None`: from the first), after the one `cursor` stands for (0: from
+    /// the first), and the cursor of the next step (0 at the end; an
+    /// unknown cursor ends the scan). `name` gives an item's key.
+    ///
+    /// # Errors
+    /// Those of `items`.
+    pub(crate) fn scan_cursor<T, I>(
         &self,
-        db: u16,
-        key: &[u8],
-        m: &KeyMeta,
         cursor: u64,
         count: usize,
-    ) -> Result<(u64, Pairs)> {
+        items_after: impl FnOnce(Option<&[u8]>) -> I,
+        name: impl Fn(&T) -> &[u8],
+    ) -> Result<(u64, Vec<T>)>
+    where
+        I: Iterator<Item = Result<T>>,
+    {
         let after = if cursor == 0 {
             None
         } else {
@@ -229,7 +229,7 @@ impl Txn {
         };
         let mut items = Vec::new();
         let mut more = false;
-        for e in self.data_iter(db, key, m.version, after.as_deref(), false) {
+        for e in items_after(after.as_deref()) {
             let e = e?;
             if items.len() >= count.max(1) {
                 more = true;
@@ -238,7 +238,7 @@ impl Txn {
             items.push(e);
         }
         let next = match (more, items.last()) {
-            (true, Some((last, _))) => self.inner.cursors.lock().insert(last.clone()),
+            (true, Some(last)) => self.inner.cursors.lock().insert(name(last).to_vec()),
             _ => 0,
         };
         Ok((next, items))
@@ -246,11 +246,12 @@ impl Txn {
 
     /// Up to `k` distinct random members (see [`Txn::sample_elements`]).
     fn sample_members(&self, db: u16, key: &[u8], m: &KeyMeta, k: usize) -> Result<Vec<Vec<u8>>> {
-        Ok(self
-            .sample_elements(db, key, m.version, card_of(m), k)?
-            .into_iter()
-            .map(|(name, _)| name)
-            .collect())
+        self.sample_of(
+            card_of(m),
+            k,
+            |after, reverse| self.set_members(db, key, m.version, after, reverse),
+            |x| x,
+        )
     }
 
     /// SPOP: removes and returns up to `count` random members (one when
@@ -311,7 +312,7 @@ impl Txn {
         self.set_meta(db, dst)?;
         let Some(sm) = sm else { return Ok(false) };
         if src == dst {
-            return Ok(self.data_get(db, src, sm.version, member)?.is_some());
+            return self.set_contains(db, src, sm.version, member);
         }
         if self.srem(db, src, &[member])? == 0 {
             return Ok(false);
@@ -351,10 +352,7 @@ impl Txn {
                         if i == smallest {
                             continue;
                         }
-                        if self
-                            .data_get(db, k.as_ref(), present[i].version, &x)?
-                            .is_none()
-                        {
+                        if !self.set_contains(db, k.as_ref(), present[i].version, &x)? {
                             continue 'outer;
                         }
                     }
@@ -380,7 +378,7 @@ impl Txn {
                 'next: for x in base {
                     for (k, m) in keys.iter().zip(&metas).skip(1) {
                         if let Some(m) = m {
-                            if self.data_get(db, k.as_ref(), m.version, &x)?.is_some() {
+                            if self.set_contains(db, k.as_ref(), m.version, &x)? {
                                 continue 'next;
                             }
                         }
@@ -423,3 +421,6 @@ impl Txn {
         Ok(if limit == 0 { n } else { n.min(limit) })
     }
 }
+
+#[cfg(test)]
+mod tests;

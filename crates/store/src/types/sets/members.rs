@@ -1,0 +1,229 @@
+//! A set version's members on a `Txn`, through its pages
+//! ([`super::page`]): membership with one seek, inserts and removals that
+//! rewrite only the pages they touch, and the members in order.
+
+use std::ops::Bound;
+
+use crate::error::Result;
+use crate::txn::Txn;
+
+use super::page;
+
+/// A page as read: `(subkey, value)`.
+type Page = (Vec<u8>, Vec<u8>);
+
+/// The members of `pages` (in the order given, ascending or descending as
+/// `reverse` says) that `keep` accepts, as owned bytes.
+fn flatten<'a>(
+    pages: impl Iterator<Item = Result<Page>> + 'a,
+    keep: impl Fn(&[u8]) -> bool + 'a,
+    reverse: bool,
+) -> impl Iterator<Item = Result<Vec<u8>>> + 'a {
+    pages.flat_map(move |p| {
+        let out: Vec<Result<Vec<u8>>> = match p.and_then(|(k, v)| Ok(owned(page::members(&k, &v)?)))
+        {
+            Ok(mut ms) => {
+                ms.retain(|m| keep(m));
+                if reverse {
+                    ms.reverse();
+                }
+                ms.into_iter().map(Ok).collect()
+            }
+            Err(e) => vec![Err(e)],
+        };
+        out
+    })
+}
+
+fn owned(ms: Vec<&[u8]>) -> Vec<Vec<u8>> {
+    ms.into_iter().map(<[u8]>::to_vec).collect()
+}
+
+impl Txn {
+    /// The page where `member` is or would go: the first page whose subkey
+    /// is at or after it; `None` when every page is below it.
+    fn set_page_from(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        member: &[u8],
+    ) -> Result<Option<Page>> {
+        self.data_first(db, key, version, Bound::Included(member), false)
+    }
+
+    /// True when set version `version` of `key` holds `member`.
+    ///
+    /// # Errors
+    /// `Io`; `Corrupt` on a bad page.
+    pub(crate) fn set_contains(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        member: &[u8],
+    ) -> Result<bool> {
+        let found = self.data_first_with(db, key, version, Bound::Included(member), |k, v| {
+            Ok(k == member || page::contains(k, v, member)?)
+        })?;
+        found.unwrap_or(Ok(false))
+    }
+
+    /// Adds `members` (ascending, without repeats) to set version
+    /// `version` of `key`; returns those that were not there, ascending.
+    /// Each page touched is rewritten once (split when it passes
+    /// [`page::PAGE_BYTES`]); members above the last page join it.
+    ///
+    /// # Errors
+    /// `Io`; `Corrupt` on a bad page.
+    pub(crate) fn set_insert<'m>(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        members: &[&'m [u8]],
+    ) -> Result<Vec<&'m [u8]>> {
+        let mut added = Vec::new();
+        let mut i = 0;
+        while i < members.len() {
+            let (old, upper) = match self.set_page_from(db, key, version, members[i])? {
+                Some(p) => {
+                    let upper = p.0.clone();
+                    (Some(p), Some(upper))
+                }
+                None => (
+                    self.data_first(db, key, version, Bound::Unbounded, true)?,
+                    None,
+                ),
+            };
+            let end = match &upper {
+                Some(u) => i + members[i..].partition_point(|m| *m <= u.as_slice()),
+                None => members.len(),
+            };
+            let mut cur = match &old {
+                Some((k, v)) => owned(page::members(k, v)?),
+                None => Vec::new(),
+            };
+            let before = added.len();
+            let mut merged = Vec::with_capacity(cur.len() + (end - i));
+            let mut theirs = members[i..end].iter().peekable();
+            for m in cur.drain(..) {
+                while let Some(x) = theirs.next_if(|x| **x < m.as_slice()) {
+                    merged.push(x.to_vec());
+                    added.push(*x);
+                }
+                theirs.next_if(|x| **x == m.as_slice());
+                merged.push(m);
+            }
+            for x in theirs {
+                merged.push(x.to_vec());
+                added.push(*x);
+            }
+            if added.len() > before {
+                self.set_write_pages(db, key, version, old.map(|p| p.0), &merged);
+            }
+            i = end;
+        }
+        Ok(added)
+    }
+
+    /// Removes `members` (ascending, without repeats) from set version
+    /// `version` of `key`; returns how many were there. A page left empty
+    /// is deleted; pages are not merged.
+    ///
+    /// # Errors
+    /// `Io`; `Corrupt` on a bad page.
+    pub(crate) fn set_remove(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        members: &[&[u8]],
+    ) -> Result<u64> {
+        let mut removed = 0;
+        let mut i = 0;
+        while i < members.len() {
+            let Some((k, v)) = self.set_page_from(db, key, version, members[i])? else {
+                break;
+            };
+            let end = i + members[i..].partition_point(|m| *m <= k.as_slice());
+            let mut gone = members[i..end].iter().peekable();
+            let mut kept = Vec::new();
+            let mut n = 0;
+            for m in page::members(&k, &v)? {
+                while gone.next_if(|x| **x < m).is_some() {}
+                if gone.next_if(|x| **x == m).is_some() {
+                    n += 1;
+                } else {
+                    kept.push(m.to_vec());
+                }
+            }
+            if n > 0 {
+                removed += n;
+                self.set_write_pages(db, key, version, Some(k), &kept);
+            }
+            i = end;
+        }
+        Ok(removed)
+    }
+
+    /// Stores `members` (ascending) as the pages that replace the page
+    /// `old` (or that are new, for `None`), cut by [`page::cut`]; deletes
+    /// `old` when no new page takes its subkey.
+    fn set_write_pages(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        old: Option<Vec<u8>>,
+        members: &[Vec<u8>],
+    ) {
+        let mut old = old;
+        if !members.is_empty() {
+            for r in page::cut(members) {
+                let (sub, value) = page::encode(&members[r]);
+                if old.as_deref() == Some(sub.as_slice()) {
+                    old = None;
+                }
+                self.data_put(db, key, version, &sub, value);
+            }
+        }
+        if let Some(k) = old {
+            self.data_delete(db, key, version, &k);
+        }
+    }
+
+    /// The members of set version `version` of `key` above `after`
+    /// (exclusive; `None`: all) ascending, or below it descending for
+    /// `reverse`.
+    pub(crate) fn set_members(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        after: Option<&[u8]>,
+        reverse: bool,
+    ) -> Box<dyn Iterator<Item = Result<Vec<u8>>> + '_> {
+        let Some(a) = after.map(<[u8]>::to_vec) else {
+            return Box::new(flatten(
+                self.data_iter(db, key, version, None, reverse),
+                |_| true,
+                reverse,
+            ));
+        };
+        if !reverse {
+            // Pages above `a` hold every member above it.
+            let pages = self.data_iter(db, key, version, Some(&a), false);
+            return Box::new(flatten(pages, move |m| m > a.as_slice(), false));
+        }
+        // The page at or after `a` may hold members below it; the pages
+        // below `a` hold only such members.
+        let first = self.set_page_from(db, key, version, &a).transpose();
+        let below = self.data_iter(db, key, version, Some(&a), true);
+        Box::new(flatten(
+            first.into_iter().chain(below),
+            move |m| m < a.as_slice(),
+            true,
+        ))
+    }
+}
