@@ -683,6 +683,103 @@ impl TieredKv {
     }
 }
 
+/// Entries of the first chunk of a [`ChunkedRange`].
+const FIRST_CHUNK: usize = 16;
+/// Most entries of one chunk.
+const MAX_CHUNK: usize = 1024;
+
+/// A `data` range within one resident key, read from the tier in chunks
+/// (16 entries, then four times more each time up to 1,024), each under one
+/// hold of the key's shard: a scan that stops early (SSCAN's COUNT, a
+/// random pick, the first page of a set) copies what it reads, not the
+/// whole key. Each chunk is the tier's state when it is read (a command's
+/// scan holds the key's lock, so no write falls between two of its
+/// chunks). When the tier cannot answer a chunk (the key was evicted
+/// meanwhile), the rest comes from the LSM store.
+struct ChunkedRange<'a> {
+    kv: &'a TieredKv,
+    /// The bounds still to read: the last key handed out moves one of them.
+    start: Bound<Vec<u8>>,
+    end: Bound<Vec<u8>>,
+    reverse: bool,
+    buf: std::vec::IntoIter<(Vec<u8>, Vec<u8>)>,
+    /// The size of the last chunk asked for; a shorter one was the last.
+    chunk: usize,
+    more: bool,
+    rest: Option<KvIter<'a>>,
+}
+
+impl<'a> ChunkedRange<'a> {
+    fn new(
+        kv: &'a TieredKv,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+        first: entry::Entries,
+        chunk: usize,
+    ) -> Self {
+        ChunkedRange {
+            kv,
+            start: start.map(<[u8]>::to_vec),
+            end: end.map(<[u8]>::to_vec),
+            reverse,
+            more: first.len() >= chunk,
+            buf: first.into_iter(),
+            chunk,
+            rest: None,
+        }
+    }
+}
+
+impl Iterator for ChunkedRange<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(rest) = &mut self.rest {
+            return rest.next();
+        }
+        if let Some(e) = self.buf.next() {
+            let past = Bound::Excluded(e.0.clone());
+            if self.reverse {
+                self.end = past;
+            } else {
+                self.start = past;
+            }
+            return Some(Ok(e));
+        }
+        if !self.more {
+            return None;
+        }
+        self.chunk = (self.chunk * 4).min(MAX_CHUNK);
+        let (start, end) = (as_slice_bound(&self.start), as_slice_bound(&self.end));
+        match self.kv.range_data(start, end, self.reverse, self.chunk) {
+            Some(Ok(v)) => {
+                self.more = v.len() >= self.chunk;
+                self.buf = v.into_iter();
+                self.next()
+            }
+            Some(Err(e)) => {
+                self.more = false;
+                Some(Err(e))
+            }
+            None => {
+                let mut rest = self.kv.inner.range(Space::Data, start, end, self.reverse);
+                let first = rest.next();
+                self.rest = Some(rest);
+                first
+            }
+        }
+    }
+}
+
+fn as_slice_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
 impl KvRead for TieredKv {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>> {
         match space {
@@ -703,8 +800,10 @@ impl KvRead for TieredKv {
         reverse: bool,
     ) -> KvIter<'_> {
         if space == Space::Data {
-            match self.range_data(start, end, reverse, usize::MAX) {
-                Some(Ok(v)) => return Box::new(v.into_iter().map(Ok)),
+            match self.range_data(start, end, reverse, FIRST_CHUNK) {
+                Some(Ok(v)) => {
+                    return Box::new(ChunkedRange::new(self, start, end, reverse, v, FIRST_CHUNK))
+                }
                 Some(Err(e)) => return Box::new(std::iter::once(Err(e))),
                 None => {}
             }

@@ -4,6 +4,8 @@
 
 use std::ops::Bound;
 
+use rand::Rng;
+
 use crate::error::Result;
 use crate::txn::Txn;
 
@@ -191,6 +193,84 @@ impl Txn {
         if let Some(k) = old {
             self.data_delete(db, key, version, &k);
         }
+    }
+
+    /// One random member of set version `version` of `key`, which holds
+    /// `card` members, picked by rank with `sample::pick_one`'s contract:
+    /// exactly uniform up to `random-pick-limit` members; above it, the
+    /// member fewer than that many places after a random pivot between the
+    /// first and last member (wrapping round). Pages are skipped by the
+    /// member counts in their headers, not read member by member. `None`
+    /// when the set is empty.
+    ///
+    /// # Errors
+    /// `Io`; `Corrupt` on a bad page.
+    pub(crate) fn set_pick_one(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        card: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        let limit = crate::sample::exact_pick_limit();
+        let mut rng = rand::rng();
+        let (pivot, mut r) = if card <= limit {
+            if card == 0 {
+                return Ok(None);
+            }
+            (None, rng.random_range(0..card))
+        } else {
+            let first = self
+                .set_members(db, key, version, None, false)
+                .next()
+                .transpose()?;
+            let last = self.data_first(db, key, version, Bound::Unbounded, true)?;
+            let (Some(first), Some((last, _))) = (first, last) else {
+                return Ok(None);
+            };
+            (
+                Some(crate::sample::pivot_between(&first, &last)),
+                rng.random_range(0..limit),
+            )
+        };
+        // From the pivot's page to the end, then from the first page; a
+        // walk that runs out (a stale count) starts over below what it saw.
+        let mut from = pivot;
+        for _ in 0..3 {
+            let pages = match &from {
+                Some(p) => self.data_range(
+                    db,
+                    key,
+                    version,
+                    (Bound::Included(p), Bound::Unbounded),
+                    false,
+                ),
+                None => self.data_range(
+                    db,
+                    key,
+                    version,
+                    (Bound::Unbounded, Bound::Unbounded),
+                    false,
+                ),
+            };
+            let mut seen = 0;
+            for p in pages {
+                let (k, v) = p?;
+                let n = page::count(&v)?;
+                if r < n {
+                    return Ok(Some(page::members(&k, &v)?[r as usize].to_vec()));
+                }
+                r -= n;
+                seen += n;
+            }
+            if from.take().is_none() {
+                if seen == 0 {
+                    return Ok(None);
+                }
+                r = rng.random_range(0..seen);
+            }
+        }
+        Ok(None)
     }
 
     /// The members of set version `version` of `key` above `after`

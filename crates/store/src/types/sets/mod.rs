@@ -246,6 +246,12 @@ impl Txn {
 
     /// Up to `k` distinct random members (see [`Txn::sample_elements`]).
     fn sample_members(&self, db: u16, key: &[u8], m: &KeyMeta, k: usize) -> Result<Vec<Vec<u8>>> {
+        if k == 1 {
+            return Ok(self
+                .set_pick_one(db, key, m.version, card_of(m))?
+                .into_iter()
+                .collect());
+        }
         self.sample_of(
             card_of(m),
             k,

@@ -13,8 +13,10 @@
 //!                 directories read as they are)
 //! or
 //! byte 0          PAGE_TAG (0x01)
-//! then            the members below the subkey, ascending, each as its
-//!                 length (LEB128, at most 5 bytes) and its bytes
+//! then            n, the number of members below the subkey (LEB128, at
+//!                 least 1), so that a walk by rank skips a page unread
+//! then            those n members, ascending, each as its length (LEB128,
+//!                 at most 5 bytes) and its bytes
 //! ```
 //!
 //! Writers keep these invariants, and readers check them (a violation is
@@ -43,6 +45,43 @@ pub const PAGE_BYTES: usize = 1024;
 #[must_use]
 pub(crate) fn encoded_len(member: &[u8]) -> usize {
     varint_len(member.len()) + member.len()
+}
+
+/// Appends `n` as LEB128.
+fn put_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Reads a LEB128 of at most 5 bytes at `*pos`, moving past it.
+fn get_varint(value: &[u8], pos: &mut usize) -> Result<usize> {
+    let mut n = 0usize;
+    let mut shift = 0;
+    loop {
+        let Some(&b) = value.get(*pos) else {
+            return Err(corrupt("truncated length"));
+        };
+        *pos += 1;
+        if shift > 28 {
+            return Err(corrupt("length too long"));
+        }
+        n |= usize::from(b & 0x7f) << shift;
+        shift += 7;
+        if b & 0x80 == 0 {
+            return Ok(n);
+        }
+    }
+}
+
+/// Number of members of a page with this value, read from its header.
+///
+/// # Errors
+/// `Corrupt` on a bad header.
+pub(crate) fn count(value: &[u8]) -> Result<u64> {
+    Ok(Members::new(&[], value)?.left as u64 + 1)
 }
 
 fn varint_len(mut n: usize) -> usize {
@@ -93,16 +132,12 @@ pub(crate) fn encode<M: AsRef<[u8]>>(members: &[M]) -> (Vec<u8>, Vec<u8>) {
     let mut value = Vec::new();
     if !rest.is_empty() {
         let bytes: usize = rest.iter().map(|m| encoded_len(m.as_ref())).sum();
-        value.reserve_exact(1 + bytes);
+        value.reserve_exact(1 + varint_len(rest.len()) + bytes);
         value.push(PAGE_TAG);
+        put_varint(&mut value, rest.len());
         for m in rest {
             let m = m.as_ref();
-            let mut n = m.len();
-            while n >= 0x80 {
-                value.push((n as u8 & 0x7f) | 0x80);
-                n >>= 7;
-            }
-            value.push(n as u8);
+            put_varint(&mut value, m.len());
             value.extend_from_slice(m);
         }
     }
@@ -143,6 +178,8 @@ pub struct Members<'a> {
     key: &'a [u8],
     value: &'a [u8],
     pos: usize,
+    /// Members of the value not yet read.
+    left: usize,
     prev: Option<&'a [u8]>,
     done: bool,
 }
@@ -151,37 +188,31 @@ impl<'a> Members<'a> {
     /// # Errors
     /// `Corrupt` when a non-empty value lacks the tag.
     pub fn new(key: &'a [u8], value: &'a [u8]) -> Result<Self> {
-        let pos = match value.first() {
-            None => 0,
-            Some(&PAGE_TAG) => 1,
+        let (pos, left) = match value.first() {
+            None => (0, 0),
+            Some(&PAGE_TAG) => {
+                let mut pos = 1;
+                let left = get_varint(value, &mut pos)?;
+                // Each member takes at least its length byte.
+                if left == 0 || left > value.len() - pos {
+                    return Err(corrupt("bad member count"));
+                }
+                (pos, left)
+            }
             Some(t) => return Err(corrupt(&format!("unknown tag {t:#04x}"))),
         };
         Ok(Members {
             key,
             value,
             pos,
+            left,
             prev: None,
             done: false,
         })
     }
 
     fn next_in_value(&mut self) -> Result<&'a [u8]> {
-        let mut n = 0usize;
-        let mut shift = 0;
-        loop {
-            let Some(&b) = self.value.get(self.pos) else {
-                return Err(corrupt("truncated length"));
-            };
-            self.pos += 1;
-            if shift > 28 {
-                return Err(corrupt("length too long"));
-            }
-            n |= usize::from(b & 0x7f) << shift;
-            shift += 7;
-            if b & 0x80 == 0 {
-                break;
-            }
-        }
+        let n = get_varint(self.value, &mut self.pos)?;
         let end = self
             .pos
             .checked_add(n)
@@ -200,7 +231,8 @@ impl<'a> Iterator for Members<'a> {
         if self.done {
             return None;
         }
-        let m = if self.pos < self.value.len() {
+        let m = if self.left > 0 {
+            self.left -= 1;
             match self.next_in_value() {
                 Ok(m) => m,
                 Err(e) => {
@@ -208,6 +240,9 @@ impl<'a> Iterator for Members<'a> {
                     return Some(Err(e));
                 }
             }
+        } else if self.pos < self.value.len() {
+            self.done = true;
+            return Some(Err(corrupt("bytes past the last member")));
         } else {
             self.done = true;
             self.key
@@ -233,7 +268,9 @@ mod tests {
     fn a_page_lists_its_members_with_the_last_as_its_key() {
         let (k, v) = page(&[b"a", b"bb", b"ccc"]);
         assert_eq!(k, b"ccc");
-        assert_eq!(v, [PAGE_TAG, 1, b'a', 2, b'b', b'b']);
+        assert_eq!(v, [PAGE_TAG, 2, 1, b'a', 2, b'b', b'b']);
+        assert_eq!(count(&v).unwrap(), 3);
+        assert_eq!(count(&[]).unwrap(), 1);
         assert_eq!(members(&k, &v).unwrap(), vec![&b"a"[..], b"bb", b"ccc"]);
         for (m, want) in [
             (&b"a"[..], true),
@@ -264,24 +301,29 @@ mod tests {
     fn long_members_take_multi_byte_lengths() {
         let long = vec![b'q'; 300];
         let (k, v) = page(&[&long[..], b"r"]);
-        assert_eq!(&v[1..3], &[0xac, 0x02]);
+        assert_eq!(&v[1..4], &[1, 0xac, 0x02]);
         assert_eq!(members(&k, &v).unwrap(), vec![&long[..], b"r"]);
     }
 
     #[test]
     fn hostile_values_are_corrupt_not_panics() {
-        let cases: [&[u8]; 6] = [
-            &[0x02, 1, b'a'],                                // unknown tag
-            &[PAGE_TAG, 5, b'a'],                            // past the end
-            &[PAGE_TAG, 0x80],                               // truncated length
-            &[PAGE_TAG, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], // length too long
-            &[PAGE_TAG, 1, b'b', 1, b'a'],                   // out of order
-            &[PAGE_TAG, 1, b'z'],                            // not below the key
+        let cases: [&[u8]; 10] = [
+            &[0x02, 1, 1, b'a'],                                // unknown tag
+            &[PAGE_TAG, 1, 5, b'a'],                            // past the end
+            &[PAGE_TAG, 1, 0x80],                               // truncated length
+            &[PAGE_TAG, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], // length too long
+            &[PAGE_TAG, 2, 1, b'b', 1, b'a'],                   // out of order
+            &[PAGE_TAG, 1, 1, b'z'],                            // not below the key
+            &[PAGE_TAG, 0, 1, b'a'],                            // no member
+            &[PAGE_TAG, 9, 1, b'a'],                            // more members than bytes
+            &[PAGE_TAG, 1, 1, b'a', 1, b'b'],                   // bytes past the count
+            &[PAGE_TAG],                                        // truncated count
         ];
         for v in cases {
             assert!(members(b"k", v).is_err(), "{v:?}");
         }
-        assert!(contains(b"k", &[PAGE_TAG, 1, b'b', 1, b'a'], b"c").is_err());
+        assert!(contains(b"k", &[PAGE_TAG, 2, 1, b'b', 1, b'a'], b"c").is_err());
+        assert!(count(&[PAGE_TAG, 0x80]).is_err());
     }
 
     #[test]
