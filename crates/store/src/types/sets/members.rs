@@ -102,27 +102,29 @@ impl Txn {
                 Some(u) => i + members[i..].partition_point(|m| *m <= u.as_slice()),
                 None => members.len(),
             };
-            let mut cur = match &old {
-                Some((k, v)) => owned(page::members(k, v)?),
+            let cur = match &old {
+                Some((k, v)) => page::members(k, v)?,
                 None => Vec::new(),
             };
             let before = added.len();
-            let mut merged = Vec::with_capacity(cur.len() + (end - i));
+            let mut merged: Vec<&[u8]> = Vec::with_capacity(cur.len() + (end - i));
             let mut theirs = members[i..end].iter().peekable();
-            for m in cur.drain(..) {
-                while let Some(x) = theirs.next_if(|x| **x < m.as_slice()) {
-                    merged.push(x.to_vec());
+            for m in cur {
+                while let Some(x) = theirs.next_if(|x| **x < m) {
+                    merged.push(x);
                     added.push(*x);
                 }
-                theirs.next_if(|x| **x == m.as_slice());
+                theirs.next_if(|x| **x == m);
                 merged.push(m);
             }
             for x in theirs {
-                merged.push(x.to_vec());
+                merged.push(x);
                 added.push(*x);
             }
             if added.len() > before {
-                self.set_write_pages(db, key, version, old.map(|p| p.0), &merged);
+                let old_key = old.as_ref().map(|p| p.0.as_slice());
+                let writes = Self::set_page_writes(old_key, &merged);
+                self.set_apply_page_writes(db, key, version, writes);
             }
             i = end;
         }
@@ -157,41 +159,54 @@ impl Txn {
                 if gone.next_if(|x| **x == m).is_some() {
                     n += 1;
                 } else {
-                    kept.push(m.to_vec());
+                    kept.push(m);
                 }
             }
             if n > 0 {
                 removed += n;
-                self.set_write_pages(db, key, version, Some(k), &kept);
+                let writes = Self::set_page_writes(Some(&k), &kept);
+                self.set_apply_page_writes(db, key, version, writes);
             }
             i = end;
         }
         Ok(removed)
     }
 
-    /// Stores `members` (ascending) as the pages that replace the page
-    /// `old` (or that are new, for `None`), cut by [`page::cut`]; deletes
+    /// The writes that store `members` (ascending) as the pages that
+    /// replace the page keyed `old` (or that are new, for `None`), cut by
+    /// [`page::cut`]: `(subkey, Some(value))` puts, then the delete of
     /// `old` when no new page takes its subkey.
-    fn set_write_pages(
+    fn set_page_writes(old: Option<&[u8]>, members: &[&[u8]]) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        let mut old = old;
+        let mut out = Vec::new();
+        if !members.is_empty() {
+            for r in page::cut(members) {
+                let (sub, value) = page::encode(&members[r]);
+                if old == Some(sub.as_slice()) {
+                    old = None;
+                }
+                out.push((sub, Some(value)));
+            }
+        }
+        if let Some(k) = old {
+            out.push((k.to_vec(), None));
+        }
+        out
+    }
+
+    /// Applies [`Txn::set_page_writes`]'s writes to `key`'s version.
+    fn set_apply_page_writes(
         &mut self,
         db: u16,
         key: &[u8],
         version: u64,
-        old: Option<Vec<u8>>,
-        members: &[Vec<u8>],
+        writes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
     ) {
-        let mut old = old;
-        if !members.is_empty() {
-            for r in page::cut(members) {
-                let (sub, value) = page::encode(&members[r]);
-                if old.as_deref() == Some(sub.as_slice()) {
-                    old = None;
-                }
-                self.data_put(db, key, version, &sub, value);
+        for (sub, value) in writes {
+            match value {
+                Some(v) => self.data_put(db, key, version, &sub, v),
+                None => self.data_delete(db, key, version, &sub),
             }
-        }
-        if let Some(k) = old {
-            self.data_delete(db, key, version, &k);
         }
     }
 
