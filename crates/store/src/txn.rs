@@ -478,6 +478,22 @@ impl Txn {
         Ok(())
     }
 
+    /// The meta of a new key with data entries: a fresh version
+    /// ([`Txn::new_data_version`]), no expiry, the small encoding, and
+    /// `summary` (an empty one).
+    ///
+    /// # Errors
+    /// As [`Txn::new_data_version`].
+    pub fn new_key_meta(&mut self, summary: crate::meta::Summary) -> Result<KeyMeta> {
+        Ok(KeyMeta {
+            version: self.new_data_version()?,
+            expire_at_ms: 0,
+            big: false,
+            noint: false,
+            summary,
+        })
+    }
+
     /// A fresh version for a key that will get `data` entries.
     ///
     /// # Errors

@@ -81,16 +81,10 @@ impl Txn {
     ) -> Result<u64> {
         let mut m = match self.hash_meta(db, key)? {
             Some(m) => m,
-            None => KeyMeta {
-                version: self.new_data_version()?,
-                expire_at_ms: 0,
-                big: false,
-                noint: false,
-                summary: Summary::Hash {
-                    len: 0,
-                    next_seq: 0,
-                },
-            },
+            None => self.new_key_meta(Summary::Hash {
+                len: 0,
+                next_seq: 0,
+            })?,
         };
         let (mut len, mut next_seq) = len_of(&m);
         let mut added = 0;

@@ -168,13 +168,7 @@ impl Txn {
                 }))
             }
             None if create => Ok(Some(Edit {
-                meta: KeyMeta {
-                    version: self.new_data_version()?,
-                    expire_at_ms: 0,
-                    big: false,
-                    noint: false,
-                    summary: Summary::Bitmap(BitmapSummary::default()),
-                },
+                meta: self.new_key_meta(Summary::Bitmap(BitmapSummary::default()))?,
                 s: BitmapSummary::default(),
                 created: true,
             })),

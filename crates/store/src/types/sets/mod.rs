@@ -66,13 +66,7 @@ impl Txn {
     pub fn sadd<M: AsRef<[u8]>>(&mut self, db: u16, key: &[u8], members: &[M]) -> Result<u64> {
         let mut m = match self.set_meta(db, key)? {
             Some(m) => m,
-            None => KeyMeta {
-                version: self.new_data_version()?,
-                expire_at_ms: 0,
-                big: false,
-                noint: false,
-                summary: Summary::Set { card: 0 },
-            },
+            None => self.new_key_meta(Summary::Set { card: 0 })?,
         };
         let new = self.set_insert(db, key, m.version, &sorted_unique(members))?;
         if new.is_empty() {
