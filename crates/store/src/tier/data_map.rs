@@ -145,13 +145,29 @@ impl DataMap {
                 let (k, val) = if reverse { &v[hi - 1] } else { &v[lo] };
                 Some((&**k, val))
             }
-            DataMap::Big(_) => {
-                let mut it = self.range(start, end);
-                if reverse {
-                    it.next_back()
+            // One descent of the tree (a range of both bounds makes two),
+            // then the other bound checked on the entry found.
+            DataMap::Big(m) => {
+                let found = if reverse {
+                    m.range::<[u8], _>((Bound::Unbounded, end)).next_back()
                 } else {
-                    it.next()
-                }
+                    m.range::<[u8], _>((start, Bound::Unbounded)).next()
+                };
+                let (k, val) = found?;
+                let within = if reverse {
+                    match start {
+                        Bound::Included(s) => **k >= *s,
+                        Bound::Excluded(s) => **k > *s,
+                        Bound::Unbounded => true,
+                    }
+                } else {
+                    match end {
+                        Bound::Included(e) => **k <= *e,
+                        Bound::Excluded(e) => **k < *e,
+                        Bound::Unbounded => true,
+                    }
+                };
+                within.then_some((&**k, val))
             }
         }
     }
@@ -258,6 +274,8 @@ mod tests {
             } else {
                 model.range::<[u8], _>((s, e)).map(|(k, v)| (k.to_vec(), v.clone())).collect()
             };
+            let first = m.first_in(s, e, rev).map(|(k, v)| (k.to_vec(), v.clone()));
+            prop_assert_eq!(first, want.first().cloned());
             prop_assert_eq!(got, want);
         }
     }
