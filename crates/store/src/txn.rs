@@ -853,9 +853,8 @@ impl Txn {
     }
 
     /// `f(subkey, value)` of the first element of a key version from
-    /// `from` upward, as [`Txn::data_first`] finds it, with the element
-    /// borrowed where the `Kv` holds it in memory and this `Txn` has no
-    /// pending write in the range (else a copy). `None` when there is none.
+    /// `from` upward, as [`Txn::data_first`] finds it (see
+    /// [`Txn::data_visit`]). `None` when there is none.
     ///
     /// # Errors
     /// `Io`.
@@ -867,10 +866,37 @@ impl Txn {
         from: Bound<&[u8]>,
         f: impl FnOnce(&[u8], &[u8]) -> T,
     ) -> Result<Option<T>> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.data_visit(db, key, version, from, |k, v| {
+            if let Some(f) = f.take() {
+                out = Some(f(k, v));
+            }
+            false
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `f(subkey, value)` with the elements of a key version from
+    /// `from` upward, in order, until it returns false, as this `Txn` sees
+    /// them: borrowed where the `Kv` holds them in memory and this `Txn`
+    /// has no pending write in the range (else copies, through
+    /// [`Txn::data_range`]).
+    ///
+    /// # Errors
+    /// `Io`.
+    pub(crate) fn data_visit(
+        &self,
+        db: u16,
+        key: &[u8],
+        version: u64,
+        from: Bound<&[u8]>,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
         // The version's entries lie below the first key of the next one;
         // keys built on the stack (no allocation on this path).
         let (Bound::Included(sub) | Bound::Excluded(sub)) = from else {
-            return self.data_first_with(db, key, version, Bound::Included(&[]), f);
+            return self.data_visit(db, key, version, Bound::Included(&[]), f);
         };
         let lo_key = keys::KeyBuf::data(db, key, version, sub);
         let lo = match from {
@@ -889,22 +915,19 @@ impl Txn {
                 Bound::Excluded(&**k)
             }
             _ => {
-                return Ok(self
-                    .data_first(db, key, version, from, false)?
-                    .map(|(k, v)| f(&k, &v)))
+                for e in self.data_range(db, key, version, (from, Bound::Unbounded), false) {
+                    let (k, v) = e?;
+                    if !f(&k, &v) {
+                        break;
+                    }
+                }
+                return Ok(());
             }
         };
         let plen = lo_key.len() - sub.len();
-        let mut f = Some(f);
-        let mut out = None;
         self.inner
             .kv
-            .range_first_visit(Space::Data, lo, hi, &mut |k, v| {
-                if let Some(f) = f.take() {
-                    out = Some(f(&k[plen..], v));
-                }
-            })?;
-        Ok(out)
+            .range_visit(Space::Data, lo, hi, &mut |k, v| f(&k[plen..], v))
     }
 
     /// The first element `(subkey, value)` of a key version from `from` (a

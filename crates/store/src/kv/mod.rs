@@ -192,27 +192,27 @@ pub trait KvRead: Send + Sync {
         self.range(space, start, end, reverse).next().transpose()
     }
 
-    /// Calls `f` with the first entry an ascending [`KvRead::range`] would
-    /// yield (key and value, borrowed); false when there is none. An
-    /// engine that holds the entry in memory (the memory tier) hands it
-    /// over without a copy.
+    /// Calls `f` with the entries an ascending [`KvRead::range`] would
+    /// yield (key and value, borrowed), in order, until it returns false or
+    /// the range ends. An engine that holds the entries in memory (the
+    /// memory tier) hands them over without a copy.
     ///
     /// # Errors
     /// `Io` when the underlying store fails.
-    fn range_first_visit(
+    fn range_visit(
         &self,
         space: Space,
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
-        f: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> Result<bool> {
-        Ok(match self.range_first(space, start, end, false)? {
-            Some((k, v)) => {
-                f(&k, &v);
-                true
+        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        for e in self.range(space, start, end, false) {
+            let (k, v) = e?;
+            if !f(&k, &v) {
+                break;
             }
-            None => false,
-        })
+        }
+        Ok(())
     }
 
     /// Entries whose key starts with `prefix`, ascending or descending.

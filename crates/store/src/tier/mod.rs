@@ -828,27 +828,38 @@ impl KvRead for TieredKv {
         self.inner.range_first(space, start, end, reverse)
     }
 
-    fn range_first_visit(
+    fn range_visit(
         &self,
         space: Space,
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
-        f: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> Result<bool> {
+        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
         if space == Space::Data {
-            let seek = self.with_data_range(start, end, |data, prefix, lo, hi| {
-                entry::first_present(data, lo, hi).map(|(k, v)| {
-                    let key = keys::KeyBuf::from_parts(&[prefix, k]);
-                    f(&key, v);
-                })
+            // The first entry by one seek (most visits stop there), the
+            // rest by the map's iterator; all under one hold of the shard.
+            let visited = self.with_data_range(start, end, |data, prefix, lo, hi| {
+                let Some((first, v)) = entry::first_present(data, lo, hi) else {
+                    return;
+                };
+                if !f(&keys::KeyBuf::from_parts(&[prefix, first]), v) {
+                    return;
+                }
+                for (k, v) in data.range(Bound::Excluded(first), hi) {
+                    if let Some(v) = v {
+                        if !f(&keys::KeyBuf::from_parts(&[prefix, k]), v) {
+                            return;
+                        }
+                    }
+                }
             });
-            match seek {
-                Some(Ok(found)) => return Ok(found.is_some()),
+            match visited {
+                Some(Ok(())) => return Ok(()),
                 Some(Err(e)) => return Err(e),
                 None => {}
             }
         }
-        self.inner.range_first_visit(space, start, end, f)
+        self.inner.range_visit(space, start, end, f)
     }
 }
 

@@ -252,31 +252,27 @@ impl Txn {
         // walk that runs out (a stale count) starts over below what it saw.
         let mut from = pivot;
         for _ in 0..3 {
-            let pages = match &from {
-                Some(p) => self.data_range(
-                    db,
-                    key,
-                    version,
-                    (Bound::Included(p), Bound::Unbounded),
-                    false,
-                ),
-                None => self.data_range(
-                    db,
-                    key,
-                    version,
-                    (Bound::Unbounded, Bound::Unbounded),
-                    false,
-                ),
-            };
+            let start = from.as_deref().map_or(Bound::Unbounded, Bound::Included);
             let mut seen = 0;
-            for p in pages {
-                let (k, v) = p?;
-                let n = page::count(&v)?;
+            let mut found: Result<Option<Vec<u8>>> = Ok(None);
+            self.data_visit(db, key, version, start, |k, v| {
+                let n = match page::count(v) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        found = Err(e);
+                        return false;
+                    }
+                };
                 if r < n {
-                    return Ok(Some(page::members(&k, &v)?[r as usize].to_vec()));
+                    found = page::members(k, v).map(|ms| Some(ms[r as usize].to_vec()));
+                    return false;
                 }
                 r -= n;
                 seen += n;
+                true
+            })?;
+            if let Some(m) = found? {
+                return Ok(Some(m));
             }
             if from.take().is_none() {
                 if seen == 0 {
