@@ -7,7 +7,10 @@
 //!
 //! - **Reads.** A point read of a resident key's meta, or of a data entry
 //!   of a resident key whose data is complete (or known in part), is
-//!   answered from memory; a range scan within one complete key is too.
+//!   answered from memory; a range scan within one complete key is too,
+//!   in chunks that grow from 16 entries (so a scan that stops early copies
+//!   little), and a visit ([`KvRead::range_visit`]) borrows the entries in
+//!   place.
 //!   A miss reads the LSM store and fills the tier: the meta alone, or the
 //!   key's whole data when it is at most [`Tier::load_limit`] bytes (else
 //!   the key stays partial: its point reads are kept, positive and
