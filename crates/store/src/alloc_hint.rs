@@ -1,6 +1,7 @@
 //! Which allocations the memory tier keeps: a flag of the calling thread,
-//! set while the tier stores entries, that a binary's global allocator may
-//! read to place those allocations apart from short-lived ones.
+//! set while the tier stores a written batch's entries, that a binary's
+//! global allocator may read to place those allocations apart from
+//! short-lived ones.
 //!
 //! Why: the tier's entries live for minutes or hours, while the buffers of
 //! the write path (a batch's copies in the LSM store's memtables, the
@@ -26,16 +27,26 @@ pub fn allocating_resident() -> bool {
     RESIDENT.try_with(Cell::get).unwrap_or(false)
 }
 
-/// Runs `f` with [`allocating_resident`] true on this thread (restored
-/// after, also on unwind).
-pub(crate) fn resident<T>(f: impl FnOnce() -> T) -> T {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let _ = RESIDENT.try_with(|r| r.set(self.0));
-        }
+/// While alive, [`allocating_resident`] is true on this thread (the
+/// previous state comes back when it drops, also on unwind).
+pub(crate) struct Resident(bool);
+
+impl Resident {
+    pub(crate) fn enter() -> Self {
+        Resident(RESIDENT.with(|r| r.replace(true)))
     }
-    let _restore = Restore(RESIDENT.with(|r| r.replace(true)));
+}
+
+impl Drop for Resident {
+    fn drop(&mut self) {
+        let _ = RESIDENT.try_with(|r| r.set(self.0));
+    }
+}
+
+/// Runs `f` with [`allocating_resident`] true on this thread.
+#[cfg(test)]
+fn resident<T>(f: impl FnOnce() -> T) -> T {
+    let _r = Resident::enter();
     f()
 }
 
