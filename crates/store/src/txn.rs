@@ -787,6 +787,81 @@ impl Txn {
         Ok(crate::sample::reservoir(window.into_iter(), k))
     }
 
+    /// One random element of the key version `(db, key, version)`, which
+    /// holds `card` elements, picked
+    /// by rank with `sample::pick_one`'s contract: exactly uniform up to
+    /// `random-pick-limit` elements; above it, the element fewer than that
+    /// many places after a random pivot between the first and last element
+    /// names that `bounds()` gives (wrapping round). The entries are
+    /// visited in place ([`Txn::data_visit`]): an entry holds `count(value)`
+    /// elements (a hash field one, a set page its members) and `nth(subkey,
+    /// value, i)` takes its `i`-th. `None` when there is none.
+    ///
+    /// # Errors
+    /// `Io`, and what the closures return.
+    pub(crate) fn pick_by_rank<T>(
+        &self,
+        (db, key, version): (u16, &[u8], u64),
+        card: u64,
+        bounds: impl FnOnce() -> Result<Option<(Vec<u8>, Vec<u8>)>>,
+        count: impl Fn(&[u8]) -> Result<u64>,
+        nth: impl Fn(&[u8], &[u8], u64) -> Result<T>,
+    ) -> Result<Option<T>> {
+        use rand::Rng;
+        let limit = crate::sample::exact_pick_limit();
+        let mut rng = rand::rng();
+        let (pivot, mut r) = if card <= limit {
+            if card == 0 {
+                return Ok(None);
+            }
+            (None, rng.random_range(0..card))
+        } else {
+            let Some((first, last)) = bounds()? else {
+                return Ok(None);
+            };
+            let pivot = if first <= last {
+                crate::sample::pivot_between(&first, &last)
+            } else {
+                first
+            };
+            (Some(pivot), rng.random_range(0..limit))
+        };
+        // From the pivot's entry to the end, then from the first; a walk
+        // that runs out (a stale count) starts over below what it saw.
+        let mut from = pivot;
+        for _ in 0..3 {
+            let start = from.as_deref().map_or(Bound::Unbounded, Bound::Included);
+            let mut seen = 0;
+            let mut found: Result<Option<T>> = Ok(None);
+            self.data_visit(db, key, version, start, |k, v| {
+                let n = match count(v) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        found = Err(e);
+                        return false;
+                    }
+                };
+                if r < n {
+                    found = nth(k, v, r).map(Some);
+                    return false;
+                }
+                r -= n;
+                seen += n;
+                true
+            })?;
+            if let Some(x) = found? {
+                return Ok(Some(x));
+            }
+            if from.take().is_none() {
+                if seen == 0 {
+                    return Ok(None);
+                }
+                r = rng.random_range(0..seen);
+            }
+        }
+        Ok(None)
+    }
+
     /// Elements `(subkey, value)` of a key version with subkey after `after`
     /// (exclusive; `None` = from the first), ascending or descending
     /// (descending: subkeys before `after`), overlay applied.

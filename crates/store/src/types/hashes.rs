@@ -11,6 +11,8 @@
 //! order) while the hash is small (≤ 128 fields, every field and value
 //! ≤ 64 bytes); past that it is `hashtable` for good and order is by field.
 
+use std::ops::Bound;
+
 use crate::error::{Result, StoreError};
 use crate::meta::{KeyMeta, Kind, Summary};
 use crate::sample;
@@ -329,6 +331,21 @@ impl Txn {
         };
         let (len, _) = len_of(&m);
         let pick = |t: &Txn, k: usize| -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+            if k == 1 {
+                let bounds = || {
+                    let first = t.data_first(db, key, m.version, Bound::Unbounded, false)?;
+                    let last = t.data_first(db, key, m.version, Bound::Unbounded, true)?;
+                    Ok(first.zip(last).map(|((f, _), (l, _))| (f, l)))
+                };
+                let one = t.pick_by_rank(
+                    (db, key, m.version),
+                    len,
+                    bounds,
+                    |_| Ok(1),
+                    |f, v, _| Ok((f.to_vec(), split_value(v)?.1.to_vec())),
+                )?;
+                return Ok(one.into_iter().collect());
+            }
             let mut out = Vec::with_capacity(k);
             for (f, v) in t.sample_elements(db, key, m.version, len, k)? {
                 out.push((f, split_value(&v)?.1.to_vec()));

@@ -4,8 +4,6 @@
 
 use std::ops::Bound;
 
-use rand::Rng;
-
 use crate::error::Result;
 use crate::txn::Txn;
 
@@ -211,11 +209,8 @@ impl Txn {
     }
 
     /// One random member of set version `version` of `key`, which holds
-    /// `card` members, picked by rank with `sample::pick_one`'s contract:
-    /// exactly uniform up to `random-pick-limit` members; above it, the
-    /// member fewer than that many places after a random pivot between the
-    /// first and last member (wrapping round). Pages are skipped by the
-    /// member counts in their headers, not read member by member. `None`
+    /// `card` members ([`Txn::pick_by_rank`]: pages are skipped by the
+    /// member counts in their headers, not read member by member). `None`
     /// when the set is empty.
     ///
     /// # Errors
@@ -227,61 +222,17 @@ impl Txn {
         version: u64,
         card: u64,
     ) -> Result<Option<Vec<u8>>> {
-        let limit = crate::sample::exact_pick_limit();
-        let mut rng = rand::rng();
-        let (pivot, mut r) = if card <= limit {
-            if card == 0 {
-                return Ok(None);
-            }
-            (None, rng.random_range(0..card))
-        } else {
+        let bounds = || {
             let first = self
                 .set_members(db, key, version, None, false)
                 .next()
                 .transpose()?;
             let last = self.data_first(db, key, version, Bound::Unbounded, true)?;
-            let (Some(first), Some((last, _))) = (first, last) else {
-                return Ok(None);
-            };
-            (
-                Some(crate::sample::pivot_between(&first, &last)),
-                rng.random_range(0..limit),
-            )
+            Ok(first.zip(last.map(|(k, _)| k)))
         };
-        // From the pivot's page to the end, then from the first page; a
-        // walk that runs out (a stale count) starts over below what it saw.
-        let mut from = pivot;
-        for _ in 0..3 {
-            let start = from.as_deref().map_or(Bound::Unbounded, Bound::Included);
-            let mut seen = 0;
-            let mut found: Result<Option<Vec<u8>>> = Ok(None);
-            self.data_visit(db, key, version, start, |k, v| {
-                let n = match page::count(v) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        found = Err(e);
-                        return false;
-                    }
-                };
-                if r < n {
-                    found = page::members(k, v).map(|ms| Some(ms[r as usize].to_vec()));
-                    return false;
-                }
-                r -= n;
-                seen += n;
-                true
-            })?;
-            if let Some(m) = found? {
-                return Ok(Some(m));
-            }
-            if from.take().is_none() {
-                if seen == 0 {
-                    return Ok(None);
-                }
-                r = rng.random_range(0..seen);
-            }
-        }
-        Ok(None)
+        self.pick_by_rank((db, key, version), card, bounds, page::count, |k, v, i| {
+            Ok(page::members(k, v)?[i as usize].to_vec())
+        })
     }
 
     /// The members of set version `version` of `key` above `after`
