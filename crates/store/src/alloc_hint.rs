@@ -43,16 +43,15 @@ impl Drop for Resident {
     }
 }
 
-/// Runs `f` with [`allocating_resident`] true on this thread.
-#[cfg(test)]
-fn resident<T>(f: impl FnOnce() -> T) -> T {
-    let _r = Resident::enter();
-    f()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs `f` inside a [`Resident`] guard.
+    fn resident<T>(f: impl FnOnce() -> T) -> T {
+        let _r = Resident::enter();
+        f()
+    }
 
     #[test]
     fn the_flag_holds_inside_the_scope_only_and_nests() {

@@ -429,17 +429,16 @@ impl Store {
 
     /// Applies the operation log's records that the `Kv` lacks (see
     /// docs/architecture.md, "The write-back tier", Recovery), read one at a
-    /// time from
-    /// `replay`, then turns the tier on with the log, persists and empties
-    /// it. A record applies when its seq is above the key's last
-    /// absorb (`wb` entry, of any version: an absorb writes the key's
+    /// time from `replay`, then turns the tier on with the log, persists
+    /// and empties it. A record applies when its seq is above the key's
+    /// last absorb (`wb` entry, of any version: an absorb writes the key's
     /// state after all its records up to that seq, a TR.BITOP result
-    /// having replaced those before it). A single-bit edit
-    /// an edit of listed bits or a range write applies when the key still has that version; a whole value (a
-    /// TR.BITOP result) is written under a fresh version, which the later
-    /// records of its version then name instead, so that a replay
-    /// repeated after a crash during recovery gives the same state.
-    /// Without `replay` (no directory) there is nothing to do.
+    /// having replaced those before it). A single-bit edit, an edit of
+    /// listed bits or a range write applies when the key still has that
+    /// version; a whole value (a TR.BITOP result) is written under a fresh
+    /// version, which the later records of its version then name instead,
+    /// so that a replay repeated after a crash during recovery gives the
+    /// same state. Without `replay` (no directory) there is nothing to do.
     fn recover(&self, replay: Option<oplog::Replay>) -> Result<()> {
         use oplog::Change;
         let Some(mut replay) = replay else {

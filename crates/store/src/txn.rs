@@ -527,7 +527,7 @@ impl Txn {
             Bound::Excluded(k) => Bound::Excluded(keys::meta_key(db, k)),
             Bound::Unbounded => Bound::Included(prefix.to_vec()),
         };
-        let start = as_ref_bound(&start_key);
+        let start = crate::kv::bound_slice(&start_key);
         let end_b: Bound<&[u8]> = match &end {
             Some(e) => Bound::Excluded(e.as_slice()),
             None => Bound::Unbounded,
@@ -904,8 +904,8 @@ impl Txn {
             Bound::Unbounded => owned_end(&pend),
             b => b,
         };
-        let sb = as_ref_bound(&start);
-        let eb = as_ref_bound(&end);
+        let sb = crate::kv::bound_slice(&start);
+        let eb = crate::kv::bound_slice(&end);
         let kv = self.inner.kv.range(Space::Data, sb, eb, reverse);
         let ov: Box<dyn Iterator<Item = OverlayEntry> + Send + '_> =
             if crate::kv::range_is_empty(sb, eb) {
@@ -1036,16 +1036,16 @@ impl Txn {
             let edge_hi = owned_end(&pend);
             let (sb, eb): (Bound<&[u8]>, Bound<&[u8]>) = if reverse {
                 let hi = match &cursor {
-                    Bound::Unbounded => as_ref_bound(&edge_hi),
-                    c => as_ref_bound(c),
+                    Bound::Unbounded => crate::kv::bound_slice(&edge_hi),
+                    c => crate::kv::bound_slice(c),
                 };
                 (edge_lo, hi)
             } else {
                 let lo = match &cursor {
                     Bound::Unbounded => edge_lo,
-                    c => as_ref_bound(c),
+                    c => crate::kv::bound_slice(c),
                 };
-                (lo, as_ref_bound(&edge_hi))
+                (lo, crate::kv::bound_slice(&edge_hi))
             };
             if crate::kv::range_is_empty(sb, eb) {
                 return Ok(None);
@@ -1130,14 +1130,6 @@ fn owned_end(pend: &Option<Vec<u8>>) -> Bound<Vec<u8>> {
     match pend {
         Some(e) => Bound::Excluded(e.clone()),
         None => Bound::Unbounded,
-    }
-}
-
-fn as_ref_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k.as_slice()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
     }
 }
 

@@ -57,9 +57,10 @@ pub struct LsmKv {
 /// a million set members. So, once a call finds no batch written since
 /// the previous one, it seals every non-empty memtable (they flush in the
 /// background), unless they hold under [`IDLE_RELEASE_MIN`] and no table
-/// was written since the last release; once those flushes are done, it writes one entry to the
-/// `marker` keyspace and seals that, which lets fjall drop the versions
-/// that kept the flushed memtables. Then nothing until the next write.
+/// was written since the last release; once those flushes are done, it
+/// writes one entry to the `marker` keyspace and seals that, which lets
+/// fjall drop the versions that kept the flushed memtables. Then nothing
+/// until the next write.
 #[derive(Default)]
 struct Idle {
     /// [`LsmKv::writes`] at the previous call.

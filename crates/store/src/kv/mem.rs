@@ -4,7 +4,8 @@
 
 use crate::error::Result;
 use crate::kv::{
-    range_is_empty, DataGc, Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WriteBatch,
+    bound_slice, range_is_empty, DataGc, Durability, Kv, KvIter, KvRead, KvStats, Op, Space,
+    WriteBatch,
 };
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
@@ -70,7 +71,7 @@ impl ChunkIter {
         let map = &guard[self.space.index()];
         let range = (self.start.clone(), self.end.clone());
         // An empty or inverted range would make BTreeMap::range panic.
-        if range_is_empty(bound_ref(&range.0), bound_ref(&range.1)) {
+        if range_is_empty(bound_slice(&range.0), bound_slice(&range.1)) {
             self.done = true;
             return;
         }
@@ -98,14 +99,6 @@ impl ChunkIter {
             }
         }
         self.buf = chunk.into_iter();
-    }
-}
-
-fn bound_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k),
-        Bound::Excluded(k) => Bound::Excluded(k),
-        Bound::Unbounded => Bound::Unbounded,
     }
 }
 

@@ -346,6 +346,12 @@ pub trait Kv: KvRead {
     }
 }
 
+/// A bound over owned key bytes as a bound over a slice.
+#[must_use]
+pub fn bound_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(Vec::as_slice)
+}
+
 /// True when the range holds no key at all (start after end), which some
 /// engines would reject with a panic.
 #[must_use]

@@ -178,26 +178,32 @@ impl Entry {
 /// Entries of one key, full `data` key and value, in scan order.
 pub(crate) type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// Data entries of `data` (a complete key's map) with suffix in the bounds,
-/// ascending (or descending), as full `data` keys under `prefix`; the
-/// first `limit` of them.
 /// The first entry of `data` (a complete key's map) with suffix in the
-/// bounds that is present: `(suffix, value)`, ascending.
+/// bounds that is present, ascending (the last when `reverse`):
+/// `(suffix, value)`. A seek: no iterator built.
 pub(crate) fn first_present<'a>(
     data: &'a DataMap,
     start: Bound<&[u8]>,
     end: Bound<&[u8]>,
+    reverse: bool,
 ) -> Option<(&'a [u8], &'a [u8])> {
-    let mut lo = start;
+    let (mut lo, mut hi) = (start, end);
     loop {
-        let (k, v) = data.first_in(lo, end, false)?;
+        let (k, v) = data.first_in(lo, hi, reverse)?;
         if let Some(v) = v {
             return Some((k, v));
         }
-        lo = Bound::Excluded(k);
+        if reverse {
+            hi = Bound::Excluded(k);
+        } else {
+            lo = Bound::Excluded(k);
+        }
     }
 }
 
+/// Data entries of `data` (a complete key's map) with suffix in the bounds,
+/// ascending (or descending), as full `data` keys under `prefix`; the
+/// first `limit` of them.
 pub(crate) fn collect_range(
     data: &DataMap,
     prefix: &[u8],
@@ -207,21 +213,10 @@ pub(crate) fn collect_range(
     limit: usize,
 ) -> Entries {
     if limit == 1 {
-        // A seek: the first entry that is present, no iterator built.
-        let (mut lo, mut hi) = (start, end);
-        loop {
-            let Some((k, v)) = data.first_in(lo, hi, reverse) else {
-                return Vec::new();
-            };
-            if let Some(v) = v {
-                return vec![([prefix, k].concat(), v.to_vec())];
-            }
-            if reverse {
-                hi = Bound::Excluded(k);
-            } else {
-                lo = Bound::Excluded(k);
-            }
-        }
+        return first_present(data, start, end, reverse)
+            .map(|(k, v)| ([prefix, k].concat(), v.to_vec()))
+            .into_iter()
+            .collect();
     }
     let it = data.range(start, end);
     let pair =

@@ -38,7 +38,9 @@ pub(crate) mod entry;
 
 use crate::error::Result;
 use crate::keys;
-use crate::kv::{prefix_end, Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WriteBatch};
+use crate::kv::{
+    bound_slice, prefix_end, Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WriteBatch,
+};
 use data_map::DataMap;
 use entry::{suffix_version, Complete, Entry, Shard};
 use parking_lot::Mutex;
@@ -758,7 +760,7 @@ impl Iterator for ChunkedRange<'_> {
             return None;
         }
         self.chunk = (self.chunk * 4).min(MAX_CHUNK);
-        let (start, end) = (as_slice_bound(&self.start), as_slice_bound(&self.end));
+        let (start, end) = (bound_slice(&self.start), bound_slice(&self.end));
         match self.kv.range_data(start, end, self.reverse, self.chunk) {
             Some(Ok(v)) => {
                 self.more = v.len() >= self.chunk;
@@ -776,14 +778,6 @@ impl Iterator for ChunkedRange<'_> {
                 first
             }
         }
-    }
-}
-
-fn as_slice_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k),
-        Bound::Excluded(k) => Bound::Excluded(k),
-        Bound::Unbounded => Bound::Unbounded,
     }
 }
 
@@ -846,7 +840,7 @@ impl KvRead for TieredKv {
             // The first entry by one seek (most visits stop there), the
             // rest by the map's iterator; all under one hold of the shard.
             let visited = self.with_data_range(start, end, |data, prefix, lo, hi| {
-                let Some((first, v)) = entry::first_present(data, lo, hi) else {
+                let Some((first, v)) = entry::first_present(data, lo, hi, false) else {
                     return;
                 };
                 if !f(&keys::KeyBuf::from_parts(&[prefix, first]), v) {

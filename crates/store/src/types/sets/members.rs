@@ -20,10 +20,15 @@ fn flatten<'a>(
     reverse: bool,
 ) -> impl Iterator<Item = Result<Vec<u8>>> + 'a {
     pages.flat_map(move |p| {
-        let out: Vec<Result<Vec<u8>>> = match p.and_then(|(k, v)| Ok(owned(page::members(&k, &v)?)))
-        {
+        let members = p.and_then(|(k, v)| {
+            Ok(page::members(&k, &v)?
+                .into_iter()
+                .filter(|m| keep(m))
+                .map(<[u8]>::to_vec)
+                .collect::<Vec<_>>())
+        });
+        let out: Vec<Result<Vec<u8>>> = match members {
             Ok(mut ms) => {
-                ms.retain(|m| keep(m));
                 if reverse {
                     ms.reverse();
                 }
@@ -33,10 +38,6 @@ fn flatten<'a>(
         };
         out
     })
-}
-
-fn owned(ms: Vec<&[u8]>) -> Vec<Vec<u8>> {
-    ms.into_iter().map(<[u8]>::to_vec).collect()
 }
 
 impl Txn {
