@@ -504,6 +504,14 @@ impl Txn {
         Ok(v)
     }
 
+    /// False when the `Kv` holds no `data` entry of key version `version`:
+    /// this `Txn` allocated it and has spilled nothing ahead, so its
+    /// entries are all in the overlay (versions are never reused). The
+    /// data readers then skip the `Kv` (a new key costs no LSM read).
+    fn stored_may_hold(&self, version: u64) -> bool {
+        self.spilled || !self.versions.contains(&version)
+    }
+
     /// A fresh version for a key without `data` entries (a string).
     ///
     /// # Errors
@@ -906,7 +914,11 @@ impl Txn {
         };
         let sb = crate::kv::bound_slice(&start);
         let eb = crate::kv::bound_slice(&end);
-        let kv = self.inner.kv.range(Space::Data, sb, eb, reverse);
+        let kv: crate::kv::KvIter<'_> = if self.stored_may_hold(version) {
+            self.inner.kv.range(Space::Data, sb, eb, reverse)
+        } else {
+            Box::new(std::iter::empty())
+        };
         let ov: Box<dyn Iterator<Item = OverlayEntry> + Send + '_> =
             if crate::kv::range_is_empty(sb, eb) {
                 Box::new(std::iter::empty())
@@ -984,7 +996,8 @@ impl Txn {
         let pending = |hi: Bound<&[u8]>| self.data.range::<[u8], _>((lo, hi)).next().is_some();
         let hi = match &hi_key {
             Some(k)
-                if !crate::kv::range_is_empty(lo, Bound::Excluded(k))
+                if self.stored_may_hold(version)
+                    && !crate::kv::range_is_empty(lo, Bound::Excluded(k))
                     && !pending(Bound::Excluded(k)) =>
             {
                 Bound::Excluded(&**k)
@@ -1050,7 +1063,11 @@ impl Txn {
             if crate::kv::range_is_empty(sb, eb) {
                 return Ok(None);
             }
-            let kv = self.inner.kv.range_first(Space::Data, sb, eb, reverse)?;
+            let kv = if self.stored_may_hold(version) {
+                self.inner.kv.range_first(Space::Data, sb, eb, reverse)?
+            } else {
+                None
+            };
             let mut ov = self.data.range::<[u8], _>((sb, eb));
             let ov = if reverse { ov.next_back() } else { ov.next() };
             let take_ov = match (&kv, &ov) {

@@ -60,6 +60,12 @@ impl Txn {
                 .bm_block_at(db, key, (version, None), hi)?
                 .map(|(v, n)| Bytes::Owned(v, n)));
         }
+        // Outside the summary's extremes (or in an empty key, a new one
+        // included) the block is absent: no read. A stored block there
+        // would be one this `Txn` emptied, which `written` answered above.
+        if s.is_some_and(|s| !summary_may_hold(s, hi)) {
+            return Ok(None);
+        }
         // A point read: the memory tier holds the key's stored bytes; the
         // container cache serves it where a set operation filled it, and
         // is filled here only for a big key (many keys filling it per point
@@ -84,21 +90,28 @@ impl Txn {
         hi: u16,
     ) -> Result<Option<(Vec<u8>, u16)>> {
         let sub = hi.to_be_bytes();
-        let Some((at, v)) = self.data_first(db, key, version, Bound::Included(&sub), false)? else {
-            return Ok(None);
+        // The first entry is looked at in place (the memory tier lends
+        // it): a page yields only the container's bytes, copied out.
+        let first = self.data_first_with(db, key, version, Bound::Included(&sub), |at, v| {
+            let [a, b] = at[..] else {
+                return Err(StoreError::corrupt(
+                    "bitmap delta entry without its container",
+                ));
+            };
+            let k = u16::from_be_bytes([a, b]);
+            if page::is_page(v) {
+                return Ok(First::Found(page::find(k, v, hi)?));
+            }
+            if k != hi {
+                return Ok(First::Found(None));
+            }
+            Ok(First::Single(at.to_vec(), v.to_vec()))
+        })?;
+        let (at, v) = match first.transpose()? {
+            None => return Ok(None),
+            Some(First::Found(c)) => return Ok(c.map(|c| (c, 0))),
+            Some(First::Single(at, v)) => (at, v),
         };
-        let [a, b] = at[..] else {
-            return Err(StoreError::corrupt(
-                "bitmap delta entry without its container",
-            ));
-        };
-        let k = u16::from_be_bytes([a, b]);
-        if page::is_page(&v) {
-            return Ok(page::find(k, &v, hi)?.map(|c| (c, 0)));
-        }
-        if k != hi {
-            return Ok(None);
-        }
         if s.is_some_and(|s| s.deltas == 0) && self.holds_lock(db, key) {
             return Ok(Some((v, 0)));
         }
@@ -258,4 +271,18 @@ impl Txn {
             && (self.data_overlay_is_empty()
                 || !self.data_overlay_has_prefix(&keys::data_prefix(db, key, version)))
     }
+}
+
+/// What the first entry at or after a block says of it.
+enum First {
+    /// The answer, without deltas: a page's container, or absent.
+    Found(Option<Vec<u8>>),
+    /// The block's own single entry `(subkey, value)`: its deltas may follow.
+    Single(Vec<u8>, Vec<u8>),
+}
+
+/// False when summary `s` rules block `hi` out: the key is empty or the
+/// block lies outside its extremes' blocks.
+fn summary_may_hold(s: &BitmapSummary, hi: u16) -> bool {
+    s.card > 0 && (s.min >> 16) as u16 <= hi && hi <= (s.max >> 16) as u16
 }

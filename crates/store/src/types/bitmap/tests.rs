@@ -1027,3 +1027,37 @@ fn a_bitmap_summary_sums_every_container() {
     assert_eq!((s.card, s.min, s.max, s.containers), (5, 0, u32::MAX, 3));
     assert_eq!(s.sum, 5 + 65_536 + 70_000 + u64::from(u32::MAX));
 }
+
+/// A new key's writes read nothing stored: its version is this `Txn`'s
+/// own (no data of it exists) and its summary is empty, so neither the
+/// block read nor the page placement goes to the `Kv`. Blocks outside an
+/// existing key's extremes are not read either. Every answer stays exact.
+#[test]
+fn new_keys_and_blocks_outside_the_extremes_read_nothing_stored() {
+    let st = store();
+    let misses = || st.tier().stats().misses;
+    let before = misses();
+    let mut t = st.begin(&[]);
+    assert!(!t.tr_setbit(0, b"new", 5 << 16, true).unwrap());
+    assert_eq!(t.tr_setbits(0, b"new2", &[1, 70_000, 1 << 30]).unwrap(), 3);
+    // A second edit of the same new key in the same `Txn`: its own
+    // writes answer.
+    assert!(t.tr_setbit(0, b"new", 5 << 16, true).unwrap());
+    t.commit().unwrap();
+    assert_eq!(misses(), before, "a new key read the Kv");
+
+    let mut t = st.begin(&[]);
+    // Blocks 0 and 9 lie outside [5 << 16, 5 << 16]: absent, no read.
+    assert!(!t.tr_getbit(0, b"new", 3).unwrap());
+    assert!(!t.tr_getbit(0, b"new", 9 << 16).unwrap());
+    assert!(t.tr_getbit(0, b"new", 5 << 16).unwrap());
+    check(&mut t, b"new", &BTreeSet::from([5 << 16]));
+    check(&mut t, b"new2", &BTreeSet::from([1, 70_000, 1 << 30]));
+    // Clearing the only bit empties the key's summary; the block this
+    // `Txn` emptied answers from its own writes.
+    assert!(t.tr_setbit(0, b"new", 5 << 16, false).unwrap());
+    assert!(!t.tr_getbit(0, b"new", 5 << 16).unwrap());
+    assert!(!t.tr_setbit(0, b"new", 5 << 16, true).unwrap());
+    assert!(t.tr_getbit(0, b"new", 5 << 16).unwrap());
+    t.commit().unwrap();
+}
