@@ -271,11 +271,8 @@ impl Tier {
             }
             if let Some(victim) = self.pick_victim() {
                 let mut s = self.shard_of(&victim).lock();
-                if let Some(bytes) = s.remove(&victim) {
+                if let Some(bytes) = self.remove_locked(&mut s, &victim) {
                     self.holds_all.store(false, Ordering::Relaxed);
-                    s.gen += 1;
-                    self.resident.fetch_sub(bytes, Ordering::Relaxed);
-                    self.keys.fetch_sub(1, Ordering::Relaxed);
                     self.evictions.fetch_add(1, Ordering::Relaxed);
                     self.evicted_bytes
                         .fetch_add(bytes as u64, Ordering::Relaxed);
@@ -330,6 +327,16 @@ impl Tier {
             self.update(&mut s, tier_key, true, f);
         }
         self.evict_to_budget();
+    }
+
+    /// Drops `tier_key`'s entry from the locked shard `s` (bumping its
+    /// generation, so no fill read before lands); returns its counted bytes.
+    fn remove_locked(&self, s: &mut Shard, tier_key: &[u8]) -> Option<usize> {
+        let bytes = s.remove(tier_key)?;
+        s.gen += 1;
+        self.resident.fetch_sub(bytes, Ordering::Relaxed);
+        self.keys.fetch_sub(1, Ordering::Relaxed);
+        Some(bytes)
     }
 
     /// Runs `f` (which returns the change of the entry's counted bytes) on
@@ -686,6 +693,13 @@ impl TieredKv {
                 }
                 delta
             });
+            // A key the write deleted keeps no entry: a store that deletes
+            // as much as it writes (the write-back tier's `wb` records, keys
+            // of new names each time) would otherwise fill the tier with
+            // absences. Its LSM entries already say it is gone.
+            if s.get_mut(tk).is_some_and(|e| matches!(e.meta, Some(None))) {
+                self.tier.remove_locked(&mut s, tk);
+            }
             drop(s);
             at = end;
         }
@@ -1094,6 +1108,42 @@ mod tests {
         put(&kv, Space::Meta, &mk, &meta.encode());
         let mut s = kv.tier().shard_of(&mk).lock();
         assert!(s.get_mut(&mk).unwrap().data.is_empty());
+    }
+
+    /// Keys written and deleted again (the write-back tier's `wb` records
+    /// take a new name each time) leave nothing resident; a deleted key
+    /// still reads absent, and the counts match the shards. (A read that
+    /// misses may still keep an absence: a cache decision of the reader.)
+    #[test]
+    fn a_deleted_key_keeps_no_entry() {
+        let (kv, _) = tiered(1 << 20);
+        let live = keys::meta_key(0, b"live");
+        put(&kv, Space::Meta, &live, b"meta");
+        for i in 0..100u32 {
+            let mk = keys::meta_key(0, &i.to_be_bytes());
+            put(&kv, Space::Meta, &mk, b"meta");
+            put(
+                &kv,
+                Space::Data,
+                &keys::data_key(0, &i.to_be_bytes(), 1, b"a"),
+                b"x",
+            );
+            let mut b = WriteBatch::new();
+            b.delete(Space::Meta, mk.clone());
+            b.delete(Space::Data, keys::data_key(0, &i.to_be_bytes(), 1, b"a"));
+            kv.write(b, Durability::Lazy).unwrap();
+        }
+        // A delete of a key never written creates nothing either.
+        let mut b = WriteBatch::new();
+        b.delete(Space::Meta, keys::meta_key(0, b"never"));
+        kv.write(b, Durability::Lazy).unwrap();
+        let st = kv.tier().stats();
+        assert_eq!(st.resident_keys, 1);
+        let shard_keys: usize = kv.tier().shards.iter().map(|s| s.lock().len()).sum();
+        assert_eq!(shard_keys, 1);
+        assert_eq!(kv.get(Space::Meta, &live).unwrap(), Some(b"meta".to_vec()));
+        let gone = keys::meta_key(0, &7u32.to_be_bytes());
+        assert_eq!(kv.get(Space::Meta, &gone).unwrap(), None);
     }
 
     #[test]
