@@ -575,14 +575,13 @@ impl TieredKv {
         };
         let plen = data_key_prefix_len(s)?;
         let prefix = &s[..plen];
-        let whole_end = prefix_end(prefix);
         // The end must stay within the key's prefix.
         let end_suffix: Bound<&[u8]> = match end {
             Bound::Included(e) | Bound::Excluded(e) if e.starts_with(prefix) => match end {
                 Bound::Included(_) => Bound::Included(&e[plen..]),
                 _ => Bound::Excluded(&e[plen..]),
             },
-            Bound::Excluded(e) if whole_end.as_deref() == Some(e) => Bound::Unbounded,
+            Bound::Excluded(e) if prefix_end(prefix).as_deref() == Some(e) => Bound::Unbounded,
             _ => return None,
         };
         let start_suffix = match start {
