@@ -669,44 +669,47 @@ impl TieredKv {
                 .iter()
                 .find(|(mk, _)| mk.as_slice() == tk)
                 .map(|h| h.1);
-            let create = hint.is_some()
-                || by_key[at..end]
-                    .iter()
-                    .any(|&(_, i)| ops[i].0 == Space::Meta);
+            let last_meta = by_key[at..end]
+                .iter()
+                .rev()
+                .find(|&&(_, i)| ops[i].0 == Space::Meta)
+                .map(|&(_, i)| &ops[i].2);
             let mut s = self.tier.shard_of(tk).lock();
             s.gen += 1;
-            // A write's entries go to the tier's own heap (`alloc_hint`).
-            // A fill's are left where the LSM read allocated them: flagged
-            // too, a read-back of 100,000 small bitmap keys held 9.6 bytes
-            // of RSS per set bit instead of 8.5 (bench/tier-many-keys).
-            let _resident = crate::alloc_hint::Resident::enter();
-            self.tier.update(&mut s, tk, create, |e| {
-                let mut delta = 0;
-                for &(_, i) in &by_key[at..end] {
-                    let (space, key, op) = &ops[i];
-                    let value = match op {
-                        Op::Put(v) => Some(v.as_slice()),
-                        Op::Delete => None,
-                    };
-                    delta += if *space == Space::Meta {
-                        e.set_meta(value)
-                    } else {
-                        // `db | len | key` is the tier key's bytes plus
-                        // the 4-byte length.
-                        e.set_data(&key[tk.len() + 4..], value)
-                    };
-                }
-                if let Some(v) = hint {
-                    delta += e.keep_only_version(v);
-                    e.complete = Complete::Version(v);
-                }
-                delta
-            });
-            // A key the write deleted keeps no entry (its LSM entries say
+            // A key the write deletes keeps no entry (its LSM entries say
             // it is gone): a workload that deletes as much as it writes
             // would otherwise fill the tier with absences.
-            if s.get_mut(tk).is_some_and(|e| matches!(e.meta, Some(None))) {
+            if matches!(last_meta, Some(Op::Delete)) {
                 self.tier.remove_locked(&mut s, tk);
+            } else {
+                let create = hint.is_some() || last_meta.is_some();
+                // A write's entries go to the tier's own heap (`alloc_hint`).
+                // A fill's are left where the LSM read allocated them: flagged
+                // too, a read-back of 100,000 small bitmap keys held 9.6 bytes
+                // of RSS per set bit instead of 8.5 (bench/tier-many-keys).
+                let _resident = crate::alloc_hint::Resident::enter();
+                self.tier.update(&mut s, tk, create, |e| {
+                    let mut delta = 0;
+                    for &(_, i) in &by_key[at..end] {
+                        let (space, key, op) = &ops[i];
+                        let value = match op {
+                            Op::Put(v) => Some(v.as_slice()),
+                            Op::Delete => None,
+                        };
+                        delta += if *space == Space::Meta {
+                            e.set_meta(value)
+                        } else {
+                            // `db | len | key` is the tier key's bytes plus
+                            // the 4-byte length.
+                            e.set_data(&key[tk.len() + 4..], value)
+                        };
+                    }
+                    if let Some(v) = hint {
+                        delta += e.keep_only_version(v);
+                        e.complete = Complete::Version(v);
+                    }
+                    delta
+                });
             }
             drop(s);
             at = end;
