@@ -40,6 +40,7 @@ pub mod store;
 pub mod tier;
 pub mod txn;
 pub mod types;
+mod varint;
 
 pub use error::{Result, StoreError};
 pub use key_read::KeyRead;

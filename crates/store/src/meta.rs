@@ -15,6 +15,7 @@
 //! ```
 
 use crate::error::{Result, StoreError};
+use crate::varint;
 
 const FORMAT: u8 = 1;
 const HEADER: usize = 19;
@@ -97,29 +98,13 @@ pub struct BitmapSummary {
     pub deltas: u64,
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 fn get_varint(b: &mut &[u8]) -> Result<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let (&byte, rest) = b
-            .split_first()
-            .ok_or_else(|| StoreError::corrupt("bitmap summary truncated"))?;
-        *b = rest;
-        v |= u64::from(byte & 0x7F)
-            .checked_shl(shift)
-            .ok_or_else(|| StoreError::corrupt("bitmap summary varint overflow"))?;
-        if byte & 0x80 == 0 {
-            return Ok(v);
-        }
-    }
-    Err(StoreError::corrupt("bitmap summary varint too long"))
+    varint::get(b, 10).map_err(|e| {
+        StoreError::corrupt(match e {
+            varint::VarintError::Truncated => "bitmap summary truncated",
+            varint::VarintError::TooLong => "bitmap summary varint too long",
+        })
+    })
 }
 
 impl BitmapSummary {
@@ -131,14 +116,14 @@ impl BitmapSummary {
             self.containers,
             self.sum,
         ] {
-            put_varint(out, v);
+            varint::put(out, v);
         }
         for k in &self.kinds {
-            put_varint(out, k.containers);
-            put_varint(out, k.values);
-            put_varint(out, k.bytes);
+            varint::put(out, k.containers);
+            varint::put(out, k.values);
+            varint::put(out, k.bytes);
         }
-        put_varint(out, self.deltas);
+        varint::put(out, self.deltas);
     }
 
     fn decode(mut b: &[u8]) -> Result<BitmapSummary> {

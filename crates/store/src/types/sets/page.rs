@@ -33,6 +33,7 @@ use std::cmp::Ordering;
 use std::ops::Range;
 
 use crate::error::{Result, StoreError};
+use crate::varint;
 
 /// First byte of a non-empty page value.
 pub(crate) const PAGE_TAG: u8 = 0x01;
@@ -45,35 +46,18 @@ pub const PAGE_BYTES: usize = 1024;
 /// Encoded bytes of one member in a page (length prefix and bytes).
 #[must_use]
 pub(crate) fn encoded_len(member: &[u8]) -> usize {
-    varint_len(member.len()) + member.len()
+    varint::len(member.len() as u64) + member.len()
 }
 
-/// Appends `n` as LEB128.
-fn put_varint(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push((n as u8 & 0x7f) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-/// Reads a LEB128 of at most 5 bytes at `*pos`, moving past it.
+/// Reads a length or count of at most 5 bytes at `*pos`, moving past it.
 fn get_varint(value: &[u8], pos: &mut usize) -> Result<usize> {
-    let mut n = 0usize;
-    let mut shift = 0;
-    loop {
-        let Some(&b) = value.get(*pos) else {
-            return Err(corrupt("truncated length"));
-        };
-        *pos += 1;
-        if shift > 28 {
-            return Err(corrupt("length too long"));
-        }
-        n |= usize::from(b & 0x7f) << shift;
-        shift += 7;
-        if b & 0x80 == 0 {
-            return Ok(n);
-        }
+    let mut rest = value.get(*pos..).unwrap_or_default();
+    let n = varint::get(&mut rest, 5);
+    *pos = value.len() - rest.len();
+    match n {
+        Ok(n) => Ok(n as usize),
+        Err(varint::VarintError::Truncated) => Err(corrupt("truncated length")),
+        Err(varint::VarintError::TooLong) => Err(corrupt("length too long")),
     }
 }
 
@@ -83,15 +67,6 @@ fn get_varint(value: &[u8], pos: &mut usize) -> Result<usize> {
 /// `Corrupt` on a bad header.
 pub(crate) fn count(value: &[u8]) -> Result<u64> {
     Ok(Members::new(&[], value)?.left as u64 + 1)
-}
-
-fn varint_len(mut n: usize) -> usize {
-    let mut len = 1;
-    while n >= 0x80 {
-        n >>= 7;
-        len += 1;
-    }
-    len
 }
 
 fn corrupt(what: &str) -> StoreError {
@@ -151,12 +126,12 @@ pub(crate) fn encode<M: AsRef<[u8]>>(members: &[M]) -> (Vec<u8>, Vec<u8>) {
     let mut value = Vec::new();
     if !rest.is_empty() {
         let bytes: usize = rest.iter().map(|m| encoded_len(m.as_ref())).sum();
-        value.reserve_exact(1 + varint_len(rest.len()) + bytes);
+        value.reserve_exact(1 + varint::len(rest.len() as u64) + bytes);
         value.push(PAGE_TAG);
-        put_varint(&mut value, rest.len());
+        varint::put(&mut value, rest.len() as u64);
         for m in rest {
             let m = m.as_ref();
-            put_varint(&mut value, m.len());
+            varint::put(&mut value, m.len() as u64);
             value.extend_from_slice(m);
         }
     }
