@@ -32,14 +32,19 @@ pub(crate) fn suffix_version(suffix: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(suffix.get(..8)?.try_into().ok()?))
 }
 
-/// What the tier knows of one user key. The tier key is the key's `meta`
-/// key (`db | user key`); data entries are kept by the suffix of their
-/// `data` key after `db | len | user key` (that is `version | subkey`).
-#[derive(Default)]
+/// What the tier knows of one user key: the key itself (`db | user
+/// key`, the tier key), its `meta` entry and its `data` entries, which are
+/// kept by the suffix of their `data` key after `db | len | user key`
+/// (that is `version | subkey`).
 pub(crate) struct Entry {
-    /// The `meta` entry: `None` = not known here, `Some(None)` = known
-    /// absent.
-    pub(crate) meta: Option<Option<Box<[u8]>>>,
+    /// The tier key followed by the meta entry's bytes when the meta is
+    /// known present: one allocation, so that the key comparison of a
+    /// lookup brings the meta bytes into cache with it.
+    head: Box<[u8]>,
+    /// Length of the tier key at the start of `head`.
+    key_len: u32,
+    /// Whether the meta entry is known (see [`Entry::meta`]).
+    meta_known: MetaKnown,
     /// Data entries by suffix: `Some` = present with that value, `None` =
     /// known absent. Within what `complete` covers, the map holds exactly
     /// the LSM store's entries (an entry it lacks is absent there).
@@ -57,7 +62,46 @@ pub(crate) struct Entry {
     pub(crate) freq: u8,
 }
 
+/// What an [`Entry`] knows of its key's `meta` entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MetaKnown {
+    Unknown,
+    Absent,
+    /// Present: the bytes after the key in `head`.
+    Present,
+}
+
 impl Entry {
+    /// A new entry of `key` that knows nothing of it yet.
+    pub(crate) fn new(key: &[u8]) -> Self {
+        Entry {
+            head: Box::from(key),
+            key_len: u32::try_from(key.len()).expect("a tier key is below 4 GiB"),
+            meta_known: MetaKnown::Unknown,
+            data: DataMap::default(),
+            complete: Complete::No,
+            too_big: false,
+            bytes: KEY_OVERHEAD + key.len(),
+            last: 0,
+            freq: 0,
+        }
+    }
+
+    /// The tier key (`db | user key`).
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.head[..self.key_len as usize]
+    }
+
+    /// The `meta` entry: `None` = not known here, `Some(None)` = known
+    /// absent, `Some(Some(bytes))` = present.
+    pub(crate) fn meta(&self) -> Option<Option<&[u8]>> {
+        match self.meta_known {
+            MetaKnown::Unknown => None,
+            MetaKnown::Absent => Some(None),
+            MetaKnown::Present => Some(Some(&self.head[self.key_len as usize..])),
+        }
+    }
+
     /// The counted size of one data entry.
     pub(crate) fn element_bytes(suffix: &[u8], value: Option<&[u8]>) -> usize {
         suffix.len() + value.map_or(0, <[u8]>::len) + ELEMENT_OVERHEAD
@@ -77,7 +121,7 @@ impl Entry {
     /// `Kv::is_resident`): the meta is known and, for a key with data
     /// entries, they are complete here or too big to be.
     pub(crate) fn is_warm(&self) -> bool {
-        match &self.meta {
+        match self.meta() {
             None => false,
             Some(None) => true,
             Some(Some(m)) => {
@@ -93,7 +137,16 @@ impl Entry {
     /// are dropped (all data when the key is deleted).
     pub(crate) fn set_meta(&mut self, meta: Option<&[u8]>) -> isize {
         let old = self.meta_bytes();
-        self.meta = Some(meta.map(Box::from));
+        let key_len = self.key_len as usize;
+        self.head = match meta {
+            Some(m) => [&self.head[..key_len], m].concat().into_boxed_slice(),
+            None => Box::from(&self.head[..key_len]),
+        };
+        self.meta_known = if meta.is_some() {
+            MetaKnown::Present
+        } else {
+            MetaKnown::Absent
+        };
         let mut delta = self.meta_bytes() as isize - old as isize;
         match meta {
             None => delta += self.clear_data(),
@@ -149,10 +202,7 @@ impl Entry {
     }
 
     fn meta_bytes(&self) -> usize {
-        self.meta
-            .as_ref()
-            .and_then(Option::as_ref)
-            .map_or(0, |m| m.len())
+        self.head.len() - self.key_len as usize
     }
 
     /// Puts (`Some`) or removes (`None`) the data entry `suffix`; returns
@@ -234,7 +284,7 @@ pub(crate) fn collect_range(
 #[derive(Default)]
 pub(crate) struct Shard {
     index: HashTable<u32>,
-    slots: Vec<(Box<[u8]>, Entry)>,
+    slots: Vec<Entry>,
     /// Bumped by every write of a key of this shard (resident or not). A
     /// reader that missed notes it before reading the LSM store and fills
     /// the tier only if it is unchanged (no write could have raced it).
@@ -251,30 +301,26 @@ impl Shard {
     fn find(&self, key: &[u8]) -> Option<usize> {
         let slots = &self.slots;
         self.index
-            .find(hash(key), |&i| *slots[i as usize].0 == *key)
+            .find(hash(key), |&i| slots[i as usize].key() == key)
             .map(|&i| i as usize)
     }
 
     pub(crate) fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let i = self.find(key)?;
-        Some(&mut self.slots[i].1)
+        Some(&mut self.slots[i])
     }
 
     /// The entry of `key`, created empty when absent (`created` says so).
     pub(crate) fn get_or_insert(&mut self, key: &[u8]) -> (&mut Entry, bool) {
         if let Some(i) = self.find(key) {
-            return (&mut self.slots[i].1, false);
+            return (&mut self.slots[i], false);
         }
         let i = self.slots.len();
         let slots = &self.slots;
         self.index
-            .insert_unique(hash(key), i as u32, |&j| hash(&slots[j as usize].0));
-        let entry = Entry {
-            bytes: KEY_OVERHEAD + key.len(),
-            ..Entry::default()
-        };
-        self.slots.push((Box::from(key), entry));
-        (&mut self.slots[i].1, true)
+            .insert_unique(hash(key), i as u32, |&j| hash(slots[j as usize].key()));
+        self.slots.push(Entry::new(key));
+        (&mut self.slots[i], true)
     }
 
     /// Removes `key`; returns its counted bytes. The slot vector and the
@@ -285,7 +331,7 @@ impl Shard {
         let slots = &self.slots;
         let Ok(found) = self
             .index
-            .find_entry(hash(key), |&i| *slots[i as usize].0 == *key)
+            .find_entry(hash(key), |&i| slots[i as usize].key() == key)
         else {
             return None;
         };
@@ -293,17 +339,17 @@ impl Shard {
         let i = i as usize;
         let last = self.slots.len() - 1;
         if i != last {
-            let moved = hash(&self.slots[last].0);
+            let moved = hash(self.slots[last].key());
             if let Some(j) = self.index.find_mut(moved, |&j| j as usize == last) {
                 *j = i as u32;
             }
         }
-        let (_, entry) = self.slots.swap_remove(i);
+        let entry = self.slots.swap_remove(i);
         if self.slots.capacity() > 64 && self.slots.len() < self.slots.capacity() / 4 {
             self.slots.shrink_to(self.slots.len() * 2);
             let slots = &self.slots;
             self.index
-                .shrink_to(slots.len() * 2, |&j| hash(&slots[j as usize].0));
+                .shrink_to(slots.len() * 2, |&j| hash(slots[j as usize].key()));
         }
         Some(entry.bytes)
     }
@@ -313,15 +359,15 @@ impl Shard {
         self.slots.len()
     }
 
-    /// The key and entry in slot `i` (for sampling).
-    pub(crate) fn slot(&self, i: usize) -> Option<(&[u8], &Entry)> {
-        self.slots.get(i).map(|(k, e)| (&**k, e))
+    /// The entry in slot `i` (for sampling).
+    pub(crate) fn slot(&self, i: usize) -> Option<&Entry> {
+        self.slots.get(i)
     }
 
     /// Drops every resident key and the room they took; returns the
     /// counted bytes dropped.
     pub(crate) fn clear(&mut self) -> usize {
-        let bytes = self.slots.iter().map(|(_, e)| e.bytes).sum();
+        let bytes = self.slots.iter().map(|e| e.bytes).sum();
         self.slots = Vec::new();
         self.index = HashTable::new();
         bytes
@@ -365,10 +411,8 @@ mod tests {
 
     #[test]
     fn complete_keys_forget_removed_entries_partial_ones_remember() {
-        let mut e = Entry {
-            complete: Complete::All,
-            ..Entry::default()
-        };
+        let mut e = Entry::new(b"k");
+        e.complete = Complete::All;
         let d = e.set_data(b"x", Some(b"1"));
         assert!(d > 0);
         assert_eq!(e.set_data(b"x", None), -d);
@@ -380,10 +424,8 @@ mod tests {
 
     #[test]
     fn a_new_version_drops_the_others() {
-        let mut e = Entry {
-            complete: Complete::All,
-            ..Entry::default()
-        };
+        let mut e = Entry::new(b"k");
+        e.complete = Complete::All;
         let sfx = |v: u64, s: u8| [&v.to_be_bytes()[..], &[s]].concat();
         let mut total = 0;
         for v in [3u64, 5, 9] {

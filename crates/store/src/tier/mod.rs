@@ -221,7 +221,11 @@ impl Tier {
 
     fn tick(&self) -> u32 {
         // Milliseconds since open; wraps after 49 days, compared wrapping.
-        self.started.elapsed().as_millis() as u32
+        // (`Duration::as_millis` divides a u128.)
+        let d = self.started.elapsed();
+        d.as_secs()
+            .wrapping_mul(1000)
+            .wrapping_add(u64::from(d.subsec_millis())) as u32
     }
 
     fn random(&self) -> u64 {
@@ -296,7 +300,7 @@ impl Tier {
             if s.len() == 0 {
                 continue;
             }
-            let Some((k, e)) = s.slot((r >> 32) as usize % s.len()) else {
+            let Some(e) = s.slot((r >> 32) as usize % s.len()) else {
                 continue;
             };
             taken += 1;
@@ -307,7 +311,7 @@ impl Tier {
                 Policy::Random => 0,
             };
             if best.as_ref().is_none_or(|(b, _)| score > *b) {
-                best = Some((score, k.to_vec()));
+                best = Some((score, e.key().to_vec()));
             }
             if policy == Policy::Random {
                 break;
@@ -441,8 +445,8 @@ impl TieredKv {
             let mut s = shard.lock();
             match s.get_mut(mk) {
                 Some(e) => {
-                    if let Some(m) = &e.meta {
-                        let m = m.as_ref().map(|b| b.to_vec());
+                    if let Some(m) = e.meta() {
+                        let m = m.map(<[u8]>::to_vec);
                         self.tier.touch(e);
                         drop(s);
                         self.hit();
@@ -542,9 +546,8 @@ impl TieredKv {
             e.data = data;
             e.complete = Complete::All;
             let live = e
-                .meta
-                .as_ref()
-                .and_then(Option::as_deref)
+                .meta()
+                .flatten()
                 .and_then(|m| crate::meta::KeyMeta::decode(m).ok());
             let trimmed = live.map_or(0, |m| e.keep_only_version(m.version));
             bytes as isize - old as isize + trimmed
