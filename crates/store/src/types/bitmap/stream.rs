@@ -305,7 +305,10 @@ impl Txn {
     /// source: OR, XOR), comes from the version held whole by the cache
     /// ([`Txn::bm_hold`]); else it is streamed (an AND skips containers
     /// without reading them, and a lookup of a held entry that only OR
-    /// builds cost AND more than it saved).
+    /// builds cost AND more than it saved). A key below the cache's
+    /// stream threshold fills the cache only from its second use in a
+    /// while ([`ContainerCache::seen_before`]); before, it is streamed
+    /// from the memory tier.
     pub(super) fn bm_source_stream(
         &self,
         db: u16,
@@ -326,17 +329,19 @@ impl Txn {
                 }
             }
             _ => {
+                let cc = &self.inner.ccache;
+                // A small key is cached from its second use only
+                // (`ContainerCache::seen_before`).
+                let fill = super::summary::read_through_cache(s) || cc.seen_before(version);
                 if whole && self.bm_clean(db, key, version) {
-                    let held = self
-                        .inner
-                        .ccache
+                    let held = cc
                         .held(version)
-                        .or_else(|| self.bm_hold(db, key, version, s));
+                        .or_else(|| fill.then(|| self.bm_hold(db, key, version, s)).flatten());
                     if let Some(h) = held {
                         return held_stream(h);
                     }
                 }
-                return self.bm_stream(db, key, version, (0, false), s, true);
+                return self.bm_stream(db, key, version, (0, false), s, fill);
             }
         };
         Stream::Scan(it.peekable())

@@ -1061,3 +1061,29 @@ fn new_keys_and_blocks_outside_the_extremes_read_nothing_stored() {
     assert!(t.tr_getbit(0, b"new", 5 << 16).unwrap());
     t.commit().unwrap();
 }
+
+#[test]
+fn a_small_source_fills_the_container_cache_from_its_second_use() {
+    let st = store();
+    // Two small keys of several containers each (so neither is a point
+    // read), sharing some bits.
+    let a: Vec<u32> = (0..6u32).map(|b| (b << 16) | 7).collect();
+    let b: Vec<u32> = (0..6u32).map(|b| (b << 16) | (7 + b % 2)).collect();
+    let mut t = st.begin(&[(0, b"a"), (0, b"b")]);
+    t.tr_setbits(0, b"a", &a).unwrap();
+    t.tr_setbits(0, b"b", &b).unwrap();
+    t.commit().unwrap();
+    let entries = || st.container_cache_stats().entries;
+    let card = || {
+        let mut t = st.begin(&[]);
+        t.tr_bitopcard(0, BitOp::And, &[b"a", b"b"]).unwrap()
+    };
+    let before = entries();
+    assert_eq!(card(), 3);
+    assert_eq!(entries(), before, "a first use filled the cache");
+    assert_eq!(card(), 3);
+    assert!(entries() > before, "a second use did not fill the cache");
+    let filled = entries();
+    assert_eq!(card(), 3);
+    assert_eq!(entries(), filled);
+}
