@@ -35,6 +35,7 @@ pub mod keys;
 pub mod kv;
 pub mod locks;
 pub mod meta;
+mod prefetch;
 pub mod sample;
 pub mod store;
 pub mod tier;

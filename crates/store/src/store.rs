@@ -634,6 +634,16 @@ impl Store {
         self.inner.kv.is_resident(&keys::KeyBuf::meta(db, key))
     }
 
+    /// Asks the CPU to start loading the resident parts of `names`
+    /// (`Kv::prefetch`) that a command reads first: a transaction calls it
+    /// for its keys before it runs, so that their cache misses overlap
+    /// instead of each command waiting for its own.
+    pub fn prefetch(&self, names: &[(u16, Vec<u8>)]) {
+        for (db, key) in names {
+            self.inner.kv.prefetch(&keys::KeyBuf::meta(*db, key));
+        }
+    }
+
     /// Reads each key of `names` into the memory tier (`Kv::warm`). The
     /// server calls it off its connection workers for a request whose keys
     /// are not resident, then runs the request, so a read from disk holds

@@ -164,6 +164,11 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
         }
     }
     let mut txn = begin_exec_txn(server, needs_txn, exclusive, &owned);
+    // The queued commands' keys, fetched into cache together rather than
+    // one command's misses at a time.
+    if owned.len() > 1 {
+        server.store.prefetch(&owned);
+    }
     // Checked with the locks held: writers mark WATCHers dirty (with the
     // exact keys they modified) before they release their key locks.
     let mut dirty = client.watch.dirty.load(Ordering::Acquire);

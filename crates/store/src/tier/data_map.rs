@@ -200,6 +200,20 @@ impl DataMap {
         }
     }
 
+    /// Starts loading the first entries of a small map (the vector, each
+    /// entry's suffix and the head of its value) into cache: a hint.
+    pub(crate) fn prefetch(&self) {
+        if let DataMap::Small(v) = self {
+            crate::prefetch::line(v.as_ptr().cast::<u8>());
+            for (k, val) in v.iter().take(2) {
+                crate::prefetch::line(k.as_ptr());
+                if let Some(val) = val {
+                    crate::prefetch::bytes(val, 2);
+                }
+            }
+        }
+    }
+
     /// Drops every entry.
     pub(crate) fn clear(&mut self) {
         *self = DataMap::default();

@@ -952,8 +952,17 @@ impl Kv for TieredKv {
     fn is_resident(&self, mk: &[u8]) -> bool {
         let mut s = self.tier.shard_of(mk).lock();
         match s.get_mut(mk) {
-            Some(e) => e.is_warm(),
+            Some(e) => {
+                e.prefetch();
+                e.is_warm()
+            }
             None => self.tier.knows_absent(mk),
+        }
+    }
+
+    fn prefetch(&self, mk: &[u8]) {
+        if let Some(e) = self.tier.shard_of(mk).lock().get_mut(mk) {
+            e.prefetch();
         }
     }
 

@@ -120,20 +120,11 @@ pub fn padded_by(
 /// (no effect off x86-64).
 #[inline]
 pub fn prefetch(value: &Arc<[u8]>) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let p = Arc::as_ptr(value).cast::<i8>();
-        // The counters lie 16 bytes before the data, the container's
-        // header at PAD.
-        // SAFETY: SSE is part of the x86-64 baseline, and a prefetch
-        // reads nothing architecturally (it never faults, whatever the
-        // address).
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_sub(16));
-            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PAD + 4));
-        }
-    }
+    let p = Arc::as_ptr(value).cast::<u8>();
+    // The counters lie 16 bytes before the data, the container's header
+    // at PAD.
+    crate::prefetch::line(p.wrapping_sub(16));
+    crate::prefetch::line(p.wrapping_add(PAD + 4));
 }
 
 /// Records `facts` in a padded value's head (see [`PAD`]); they must be
