@@ -447,6 +447,9 @@ impl TieredKv {
                 Some(e) => {
                     if let Some(m) = e.meta() {
                         let m = m.map(<[u8]>::to_vec);
+                        // A command reads the data next, if it has any:
+                        // its misses overlap the decoding of the meta.
+                        e.data.prefetch();
                         self.tier.touch(e);
                         drop(s);
                         self.hit();
