@@ -6,12 +6,12 @@
 //! answers the summary settles (a range covering the whole key) read no
 //! container.
 
-use roaringd_bitmap::{Bitmap, ContainerBuf, ContainerRef};
+use roaringd_bitmap::{Bitmap, ContainerRef};
 
 use crate::error::Result;
 use crate::txn::Txn;
 
-use super::bytes::{corrupt, join, split, view, BLOCK};
+use super::bytes::{corrupt, join, split, view, Bytes, BLOCK};
 use super::delta::Folded;
 use super::stream::{head, take};
 use super::summary::key_bytes;
@@ -101,34 +101,38 @@ impl Txn {
             // Offsets for one container in eight or more, in a small key:
             // one scan of the key (a page holds many of its containers)
             // instead of a lookup, each reading a whole page, per offset.
-            let mut all: Vec<(u16, ContainerBuf)> = Vec::new();
+            // The containers' bytes as read (checked views of them, not
+            // copies: a bitset is 8 KiB).
+            let mut all: Vec<(u16, Bytes)> = Vec::new();
             let mut st = self.bm_key_stream(db, key, version, (0, false), &s);
             while let Some(hi) = head(&mut st)? {
                 let b = take(&mut st)?;
-                all.push((hi, view(&b)?.to_buf()));
+                view(&b)?;
+                all.push((hi, b));
             }
-            let has = |off: u32| {
+            let mut out = Vec::with_capacity(offs.len());
+            for &off in offs {
                 let (hi, lo) = split(off);
-                all.binary_search_by_key(&hi, |(h, _)| *h)
-                    .is_ok_and(|i| all[i].1.as_ref().contains(lo))
-            };
-            return Ok(Some(offs.iter().map(|&off| has(off)).collect()));
+                let hit = match all.binary_search_by_key(&hi, |(h, _)| *h) {
+                    Ok(i) => view(&all[i].1)?.as_ref().contains(lo),
+                    Err(_) => false,
+                };
+                out.push(hit);
+            }
+            return Ok(Some(out));
         }
-        let mut cache: Option<(u16, Option<ContainerBuf>)> = None;
+        // The last block's bytes, for runs of offsets in one block.
+        let mut last: Option<(u16, Option<Bytes>)> = None;
         let mut out = Vec::with_capacity(offs.len());
         for &off in offs {
             let (hi, lo) = split(off);
-            if cache.as_ref().is_none_or(|(h, _)| *h != hi) {
-                cache = Some((
-                    hi,
-                    self.bm_container(db, key, version, hi, Some(&s))?
-                        .map(|(c, _)| c),
-                ));
+            if last.as_ref().is_none_or(|(h, _)| *h != hi) {
+                last = Some((hi, self.bm_get(db, key, version, hi, Some(&s))?));
             }
-            let hit = cache
-                .as_ref()
-                .and_then(|(_, c)| c.as_ref())
-                .is_some_and(|c| c.as_ref().contains(lo));
+            let hit = match last.as_ref().and_then(|(_, b)| b.as_ref()) {
+                Some(b) => view(b)?.as_ref().contains(lo),
+                None => false,
+            };
             out.push(hit);
         }
         Ok(Some(out))

@@ -1087,3 +1087,49 @@ fn a_small_source_fills_the_container_cache_from_its_second_use() {
     assert_eq!(card(), 3);
     assert_eq!(entries(), filled);
 }
+
+#[test]
+fn getbits_matches_a_model_in_small_and_big_keys() {
+    let st = store();
+    let mut x: u64 = 11;
+    let mut rnd = |n: u32| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((x >> 33) as u32) % n
+    };
+    // "small": a few sparse containers (read whole); "big": ten bitsets of
+    // ~8 KiB each, over 64 KiB (read block by block).
+    let small: BTreeSet<u32> = (0..40).map(|_| rnd(8) << 16 | rnd(65_536)).collect();
+    let big: BTreeSet<u32> = (0..60_000).map(|_| rnd(10) << 16 | rnd(65_536)).collect();
+    for (key, model) in [(&b"small"[..], &small), (&b"big"[..], &big)] {
+        let mut model = model.clone();
+        let offs: Vec<u32> = model.iter().copied().collect();
+        let mut t = st.begin(&[(0, key)]);
+        t.tr_setbits(0, key, &offs).unwrap();
+        t.commit().unwrap();
+        // A few single-bit edits after the bulk write (deltas on bitsets).
+        for _ in 0..20 {
+            let off = rnd(12) << 16 | rnd(65_536);
+            let mut t = st.begin(&[(0, key)]);
+            t.tr_setbit(0, key, off, true).unwrap();
+            t.commit().unwrap();
+            model.insert(off);
+        }
+        for many in [3usize, 100, 2_000] {
+            let mut probe: Vec<u32> = (0..many).map(|_| rnd(12) << 16 | rnd(65_536)).collect();
+            probe.extend(model.iter().take(many / 2));
+            let mut t = st.begin(&[]);
+            let got = t.tr_getbits(0, key, &probe).unwrap().unwrap();
+            let want: Vec<bool> = probe.iter().map(|o| model.contains(o)).collect();
+            assert_eq!(
+                got,
+                want,
+                "{} with {many} offsets",
+                String::from_utf8_lossy(key)
+            );
+        }
+    }
+    let mut t = st.begin(&[]);
+    assert_eq!(t.tr_getbits(0, b"missing", &[1, 2]).unwrap(), None);
+}
