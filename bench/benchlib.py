@@ -1,10 +1,12 @@
 """Shared helpers of the bench/ scripts: servers on free ports with temp dirs,
 and a minimal pipelining RESP client for loading data.
 
-Used by bench/redis-benchmark-compare and bench/published-tables.
+Used by bench/redis-benchmark-compare, bench/published-tables and
+bench/external-confirm.
 """
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -186,6 +188,27 @@ class Conn:
         if isinstance(r, ReplyError):
             raise r
         return r
+
+
+def populate_bitmaps(tr, redis, nkeys, rkeys, seed, bits=100, offsets=10_000_000, prefix="foo-"):
+    """The published tables' many-key population: `nkeys` keys `prefix`i of
+    `bits` random offsets in [0, `offsets`) on roaringd (TR.SETBITS over
+    Conn `tr`), the first `rkeys` of them, with the same bits, on Redis
+    (SETBIT over Conn `redis`; each Redis key spans the full range, as a
+    string bitmap must). Raises RuntimeError on an error reply."""
+    rng = random.Random(seed)
+    errs = []
+    for k in range(nkeys):
+        offs = [rng.randrange(offsets) for _ in range(bits)]
+        key = f"{prefix}{k}"
+        errs += tr.send("TR.SETBITS", key, *offs, window=500)
+        if k < rkeys:
+            for o in offs:
+                errs += redis.send("SETBIT", key, o, 1, window=5000)
+            errs += redis.send("SETBIT", key, offsets - 1, 0, window=5000)
+    errs += tr.flush() + redis.flush()
+    if errs:
+        raise RuntimeError(f"population failed: {errs[0]}")
 
 
 def loadavg():

@@ -356,6 +356,11 @@ pub struct ContainerCache {
 /// Slots of the doorkeeper (a power of two).
 const DOOR: usize = 4096;
 
+/// The doorkeeper slot of key version `version`.
+fn door_slot(version: u64) -> usize {
+    (version.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize & (DOOR - 1)
+}
+
 /// Number of write counter stripes.
 const SEQS: usize = 1024;
 
@@ -413,8 +418,7 @@ impl ContainerCache {
     /// of a TR.BITOP's server time there, while keys used again soon (the
     /// census1881 sweeps) are cached as before from their second use.
     pub fn seen_before(&self, version: u64) -> bool {
-        let slot = (version.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize & (DOOR - 1);
-        self.door[slot].swap(version, Ordering::Relaxed) == version
+        self.door[door_slot(version)].swap(version, Ordering::Relaxed) == version
     }
 
     /// The budget of one shard.
@@ -848,8 +852,7 @@ mod tests {
         assert!(c.seen_before(7));
         assert!(c.seen_before(7));
         // Another version of the same slot displaces it.
-        let slot = |v: u64| (v.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize & (DOOR - 1);
-        let other = (8..).find(|&v| slot(v) == slot(7)).unwrap();
+        let other = (8..).find(|&v| door_slot(v) == door_slot(7)).unwrap();
         assert!(!c.seen_before(other));
         assert!(!c.seen_before(7));
     }
