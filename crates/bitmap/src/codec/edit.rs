@@ -191,10 +191,10 @@ impl ContainerBuf {
         }
         let width = (hi - lo) as u32 + 1;
         match self.as_ref() {
-            ContainerRef::Run { runs, .. } => {
-                let mut out = Vec::with_capacity(runs.len() + 2);
-                run::flip_interval(runs, lo, hi, &mut out);
-                *self = ContainerBuf::from_runs_unchecked(&out, run::cardinality(&out));
+            ContainerRef::Run { runs, card } => {
+                let mut out = Vec::new();
+                let was = run::flip_interval(runs, lo, hi, &mut out);
+                *self = ContainerBuf::from_runs_unchecked(&out, card + width - 2 * was);
             }
             r @ ContainerRef::Array(a) => {
                 // Through the array's runs (at most one per value): the
@@ -202,9 +202,9 @@ impl ContainerBuf {
                 // runs, where a bitset would cost 8 KiB to build and scan.
                 let mut runs = Vec::with_capacity(a.len());
                 r.runs_into(&mut runs);
-                let mut out = Vec::with_capacity(runs.len() + 2);
-                run::flip_interval(&runs, lo, hi, &mut out);
-                *self = ContainerBuf::from_runs_unchecked(&out, run::cardinality(&out));
+                let mut out = Vec::new();
+                let was = run::flip_interval(&runs, lo, hi, &mut out);
+                *self = ContainerBuf::from_runs_unchecked(&out, a.len() as u32 + width - 2 * was);
             }
             ContainerRef::Bitset { .. } => {
                 let before = self.as_ref().count_range(lo, hi);

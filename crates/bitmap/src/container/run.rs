@@ -170,37 +170,107 @@ pub fn remove_interval(a: &[[u16; 2]], lo: u16, hi: u16, out: &mut Vec<[u16; 2]>
     }
 }
 
-/// Runs of `a` with the closed interval `[lo, hi]` inverted, appended to
-/// `out` (which must end before `a`'s first value, or be empty).
-pub fn flip_interval(a: &[[u16; 2]], lo: u16, hi: u16, out: &mut Vec<[u16; 2]>) {
-    // Outside the interval: unchanged. Inside: the gaps of `a` within [lo,
-    // hi]. Everything is appended in ascending order through
-    // `push_interval`, which merges a gap with a kept run it touches.
+/// Flips `lo..=hi` of `a` into `out` (cleared first): outside the interval
+/// the runs are unchanged, inside it they become its gaps. Returns how many
+/// values of `lo..=hi` were covered before (so the result covers
+/// `cardinality(a) + (hi - lo + 1) - 2 * returned`). O(runs): the runs
+/// outside the interval are copied whole, the inside is one pass without
+/// merges (runs are non-adjacent, so every inner gap is non-empty).
+pub fn flip_interval(a: &[[u16; 2]], lo: u16, hi: u16, out: &mut Vec<[u16; 2]>) -> u32 {
+    debug_assert!(lo <= hi);
+    out.clear();
     out.reserve(a.len() + 2);
-    let mut cursor = lo as u32; // first value of [lo, hi] not yet emitted as a gap
-    for &r in a {
-        let e = end(r);
-        if e < lo || r[0] > hi {
-            if r[0] > hi && cursor <= hi as u32 {
-                push_interval(out, cursor as u16, hi);
-                cursor = hi as u32 + 1;
-            }
-            push_interval(out, r[0], e);
-            continue;
-        }
-        if r[0] < lo {
-            push_interval(out, r[0], lo - 1);
-        }
-        let inside_lo = r[0].max(lo) as u32;
-        if cursor < inside_lo {
-            push_interval(out, cursor as u16, (inside_lo - 1) as u16);
-        }
-        cursor = e.min(hi) as u32 + 1;
-        if e > hi {
-            push_interval(out, hi + 1, e);
-        }
+    let first = a.partition_point(|r| end(*r) < lo);
+    let past = first + a[first..].partition_point(|r| r[0] <= hi);
+    out.extend_from_slice(&a[..first]);
+    let inside = &a[first..past];
+    let (Some(&head), Some(&last)) = (inside.first(), inside.last()) else {
+        push_interval(out, lo, hi);
+        push_rest(out, &a[past..]);
+        return 0;
+    };
+    // The first run reaching the interval: its part below `lo` stays, the
+    // gap before it (from `lo`) is set.
+    if head[0] < lo {
+        out.push([head[0], lo - 1 - head[0]]);
+    } else if lo < head[0] {
+        push_interval(out, lo, head[0] - 1);
     }
-    if cursor <= hi as u32 {
-        push_interval(out, cursor as u16, hi);
+    // The gaps between the runs inside: only the first run can start
+    // below `lo` and only the last end above `hi`, so the ends and starts
+    // these read are unclipped; each gap has at least one value.
+    out.extend(
+        inside
+            .windows(2)
+            .map(|w| [end(w[0]) + 1, w[1][0] - end(w[0]) - 2]),
+    );
+    let last_end = end(last);
+    if last_end < hi {
+        out.push([last_end + 1, hi - last_end - 1]);
+    } else if last_end > hi {
+        // The last run's part above `hi` stays.
+        out.push([hi + 1, last_end - hi - 1]);
+    }
+    let covered = inside.iter().map(|r| u32::from(r[1]) + 1).sum::<u32>()
+        - u32::from(lo.saturating_sub(head[0]))
+        - u32::from(last_end.saturating_sub(hi));
+    push_rest(out, &a[past..]);
+    covered
+}
+
+/// Appends `rest` (ascending, after everything in `out`), merging its
+/// first run with the last of `out` when they touch.
+fn push_rest(out: &mut Vec<[u16; 2]>, rest: &[[u16; 2]]) {
+    if let Some((&r, tail)) = rest.split_first() {
+        push_interval(out, r[0], end(r));
+        out.extend_from_slice(tail);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// Runs covering `set` (ascending, non-adjacent).
+    fn runs_of(set: &BTreeSet<u16>) -> Vec<[u16; 2]> {
+        let mut out = Vec::new();
+        for &v in set {
+            push_interval(&mut out, v, v);
+        }
+        out
+    }
+
+    /// Values near the interval's ends and the domain's, where the edge
+    /// cases are.
+    fn value() -> impl Strategy<Value = u16> {
+        prop_oneof![
+            0u16..64,
+            65_472u16..=u16::MAX,
+            30_000u16..30_064,
+            any::<u16>()
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn flip_interval_matches_a_model(
+            set in proptest::collection::btree_set(value(), 0..200),
+            a in value(),
+            b in value(),
+        ) {
+            let (lo, hi) = (a.min(b), a.max(b));
+            let mut want = set.clone();
+            for v in lo..=hi {
+                if !want.remove(&v) {
+                    want.insert(v);
+                }
+            }
+            let mut out = vec![[7, 7]];
+            let was = flip_interval(&runs_of(&set), lo, hi, &mut out);
+            prop_assert_eq!(&out, &runs_of(&want));
+            prop_assert_eq!(was as usize, set.range(lo..=hi).count());
+        }
     }
 }

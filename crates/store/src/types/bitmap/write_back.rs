@@ -18,7 +18,7 @@ use crate::keys;
 use crate::meta::{BitmapSummary, KeyMeta, Kind, Summary};
 use crate::txn::Txn;
 
-use super::block_facts::low_sum;
+use super::block_facts::{low_sum, range_low_sum, BlockFacts};
 use super::bytes::{cached_facts, split, view, Bytes, ContainerBytes};
 use super::container_cache::{deltas_of, facts_of, padded, padded_by, padded_with, set_facts, PAD};
 use super::delta;
@@ -44,17 +44,19 @@ struct DirtyBlocks {
 impl DirtyBlocks {
     /// Block `hi` goes from `old` to `new` (its stored deltas: `n`):
     /// counted in summary `s`'s census and kept.
+    /// `facts`, when given, are `new`'s ([`BlockFacts::of`]), kept with it.
     fn push(
         &mut self,
         s: &mut BitmapSummary,
         hi: u16,
         (old, new, n): (ContainerRef<'_>, &ContainerBuf, u16),
+        facts: Option<BlockFacts>,
     ) {
         census(s, old, false);
         census(s, new.as_ref(), true);
         self.room += (PAD + new.as_bytes().len()) as u64;
         let block = dirty::DirtyBlock {
-            bytes: padded(new.as_bytes(), n),
+            bytes: padded_with(new.as_bytes(), n, facts),
             stored_deltas: n,
         };
         self.blocks.push((hi, block));
@@ -356,7 +358,7 @@ impl Txn {
             if new.is_empty() {
                 return Ok(None);
             }
-            out.push(&mut s, hi, (old, &new, n));
+            out.push(&mut s, hi, (old, &new, n), None);
         }
         if changed == 0 {
             return Ok(Some((s.card, 0)));
@@ -405,6 +407,7 @@ impl Txn {
         let (mut first, mut last): (Option<u32>, Option<u32>) = (None, None);
         for hi in shi..=ehi {
             let old_bytes = self.bm_get(db, key, m.version, hi, Some(&old_s))?;
+            let old_facts = old_bytes.as_ref().and_then(cached_facts);
             let old_view = old_bytes.as_ref().map(view).transpose()?;
             let old = old_view
                 .as_ref()
@@ -420,7 +423,8 @@ impl Txn {
             });
             let now = new.as_ref().map_or(old, ContainerBuf::as_ref);
             let base = u32::from(hi) << 16;
-            match now.min().zip(now.max()) {
+            let extremes = now.min().zip(now.max());
+            match extremes {
                 Some((a, b)) => {
                     first.get_or_insert(base | u32::from(a));
                     last = Some(base | u32::from(b));
@@ -432,13 +436,33 @@ impl Txn {
             let Some(new) = new else {
                 continue;
             };
-            let in_block = |r: ContainerRef<'_>| {
-                i128::from(r.cardinality()) * i128::from(base) + i128::from(low_sum(r))
+            // Only `lo..=up` changed: its old values' low sum and its new
+            // one (all of it for a set, the old values' complement for a
+            // flip). The old block's low sum comes with its facts when it
+            // is dirty already, so a whole-block edit of it reads no value.
+            let old_low = old_facts.map_or_else(|| low_sum(old), |f| u64::from(f.low_sum));
+            let old_in = match (lo, up) {
+                (0, u16::MAX) => old_low,
+                _ => range_low_sum(old, lo, up),
             };
-            let sum = i128::from(s.sum) + in_block(new.as_ref()) - in_block(old);
+            let all_in = (u64::from(lo) + u64::from(up)) * (u64::from(up - lo) + 1) / 2;
+            let new_in = if op == RangeOp::Set {
+                all_in
+            } else {
+                all_in - old_in
+            };
+            let new_low = old_low - old_in + new_in;
+            let grown = i128::from(new.cardinality()) - i128::from(old.cardinality());
+            let sum = i128::from(s.sum) + grown * i128::from(base) + i128::from(new_in)
+                - i128::from(old_in);
             s.sum = u64::try_from(sum).unwrap_or(0);
+            let facts = extremes.map(|(min, max)| BlockFacts {
+                min,
+                max,
+                low_sum: u32::try_from(new_low).expect("a container's low sum is below 2^31"),
+            });
             let n = old_bytes.as_ref().map_or(0, Bytes::deltas);
-            out.push(&mut s, hi, (old, &new, n));
+            out.push(&mut s, hi, (old, &new, n), facts);
         }
         if out.blocks.is_empty() {
             return Ok(Some(s.card));
