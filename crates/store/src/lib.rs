@@ -29,6 +29,7 @@
 //!   reported as `StoreError::KeyTooLong`.
 
 pub mod alloc_hint;
+mod clock;
 pub mod error;
 pub mod key_read;
 pub mod keys;

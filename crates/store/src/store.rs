@@ -639,9 +639,12 @@ impl Store {
     /// for its keys before it runs, so that their cache misses overlap
     /// instead of each command waiting for its own.
     pub fn prefetch(&self, names: &[(u16, Vec<u8>)]) {
-        for (db, key) in names {
-            self.inner.kv.prefetch(&keys::KeyBuf::meta(*db, key));
-        }
+        let mks: Vec<keys::KeyBuf> = names
+            .iter()
+            .map(|(db, key)| keys::KeyBuf::meta(*db, key))
+            .collect();
+        let mks: Vec<&[u8]> = mks.iter().map(|mk| &mk[..]).collect();
+        self.inner.kv.prefetch(&mks);
     }
 
     /// Reads each key of `names` into the memory tier (`Kv::warm`). The

@@ -333,11 +333,11 @@ pub trait Kv: KvRead {
         true
     }
 
-    /// Asks the CPU to start loading what a command on the key whose
-    /// `Meta` key is `mk` reads first, when it is in process memory: a
-    /// hint (nothing is read from disk, nothing changes). A no-op for an
+    /// Asks the CPU to start loading what commands on the keys whose
+    /// `Meta` keys are `mks` read first, where they are in process memory:
+    /// a hint (nothing is read from disk, nothing changes). A no-op for an
     /// engine without a memory tier.
-    fn prefetch(&self, _mk: &[u8]) {}
+    fn prefetch(&self, _mks: &[&[u8]]) {}
 
     /// Reads the key whose `Meta` key is `mk` into process memory, as far
     /// as [`Kv::is_resident`] asks, so that a command run next is served

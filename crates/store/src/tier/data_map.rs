@@ -16,6 +16,10 @@ pub(crate) type Value = Option<Box<[u8]>>;
 /// (and it stays one until cleared).
 const SMALL_MAX: usize = 32;
 
+/// Cache lines of a data entry's value that [`DataMap::prefetch`] asks
+/// for: a sparse bitmap's page of 100 values is about ten.
+const VALUE_LINES: usize = 12;
+
 /// The ordered map (see the module docs).
 pub(crate) enum DataMap {
     Small(Vec<(Box<[u8]>, Value)>),
@@ -208,9 +212,17 @@ impl DataMap {
             for (k, val) in v.iter().take(2) {
                 crate::prefetch::line(k.as_ptr());
                 if let Some(val) = val {
-                    crate::prefetch::bytes(val, 2);
+                    crate::prefetch::bytes(val, VALUE_LINES);
                 }
             }
+        }
+    }
+
+    /// The first step of [`DataMap::prefetch`]: the sorted vector itself,
+    /// without reading it.
+    pub(crate) fn prefetch_index(&self) {
+        if let DataMap::Small(v) = self {
+            crate::prefetch::line(v.as_ptr().cast::<u8>());
         }
     }
 

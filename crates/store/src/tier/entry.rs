@@ -299,18 +299,72 @@ pub(crate) struct Shard {
     pub(crate) gen: u64,
 }
 
-fn hash(key: &[u8]) -> u64 {
+/// The hash of a tier key: its shard ([`super::Tier`]) and its place in
+/// the shard's index.
+pub(crate) fn hash(key: &[u8]) -> u64 {
     let mut h = rustc_hash::FxBuildHasher.build_hasher();
     h.write(key);
     h.finish()
 }
 
+/// How far [`Shard::prefetch`] goes for a key: each step reads only what
+/// the step before it asked to load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PrefetchStep {
+    /// The slot that the key's index bucket names.
+    Slot,
+    /// That slot's key-and-meta bytes and data vector.
+    Head,
+    /// The key's entry, found for certain, and its first data entries.
+    Data,
+}
+
 impl Shard {
     fn find(&self, key: &[u8]) -> Option<usize> {
+        self.find_hashed(key, hash(key))
+    }
+
+    fn find_hashed(&self, key: &[u8], h: u64) -> Option<usize> {
         let slots = &self.slots;
         self.index
-            .find(hash(key), |&i| slots[i as usize].key() == key)
+            .find(h, |&i| slots[i as usize].key() == key)
             .map(|&i| i as usize)
+    }
+
+    /// One step of a prefetch of `key` (hash `h`), a hint: the first two
+    /// steps take the first index candidate of the hash for the key
+    /// without comparing (a wrong guess only loads a line for nothing),
+    /// so that neither waits for the memory it asks for. Run a step for
+    /// every key of a batch before the next step, and the batch's misses
+    /// overlap instead of each key paying its own one after another.
+    pub(crate) fn prefetch(&self, key: &[u8], h: u64, step: PrefetchStep) {
+        let slots = &self.slots;
+        match step {
+            PrefetchStep::Slot => {
+                self.index.find(h, |&i| {
+                    if let Some(e) = slots.get(i as usize) {
+                        let p = std::ptr::from_ref(e).cast::<u8>();
+                        crate::prefetch::line(p);
+                        crate::prefetch::line(p.wrapping_add(size_of::<Entry>() - 1));
+                    }
+                    true
+                });
+            }
+            PrefetchStep::Head => {
+                self.index.find(h, |&i| {
+                    if let Some(e) = slots.get(i as usize) {
+                        crate::prefetch::bytes(&e.head, 1);
+                        e.data.prefetch_index();
+                    }
+                    true
+                });
+            }
+            PrefetchStep::Data => {
+                if let Some(i) = self.find_hashed(key, h) {
+                    slots[i].prefetch();
+                }
+            }
+        }
     }
 
     pub(crate) fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {

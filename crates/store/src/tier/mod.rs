@@ -42,13 +42,11 @@ use crate::kv::{
     bound_slice, prefix_end, Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WriteBatch,
 };
 use data_map::DataMap;
-use entry::{suffix_version, Complete, Entry, Shard};
+use entry::{suffix_version, Complete, Entry, PrefetchStep, Shard};
 use parking_lot::Mutex;
-use std::hash::{BuildHasher, Hasher};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Number of shards (a power of two).
 const SHARDS: usize = 256;
@@ -116,7 +114,8 @@ pub struct Tier {
     evictions: AtomicU64,
     evicted_bytes: AtomicU64,
     written_bytes: AtomicU64,
-    started: Instant,
+    /// [`crate::clock::coarse_millis`] at open.
+    started: u64,
     seed: AtomicU64,
     /// Every key the LSM store has is resident: set when the store opened
     /// without keys, cleared by the first eviction or clear. While it
@@ -141,7 +140,7 @@ impl Tier {
             evictions: AtomicU64::new(0),
             evicted_bytes: AtomicU64::new(0),
             written_bytes: AtomicU64::new(0),
-            started: Instant::now(),
+            started: crate::clock::coarse_millis(),
             seed: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
             holds_all: AtomicBool::new(false),
         }
@@ -214,18 +213,19 @@ impl Tier {
     }
 
     fn shard_of(&self, tier_key: &[u8]) -> &Mutex<Shard> {
-        let mut h = rustc_hash::FxBuildHasher.build_hasher();
-        h.write(tier_key);
-        &self.shards[(h.finish() >> 7) as usize & (SHARDS - 1)]
+        self.shard_by_hash(entry::hash(tier_key))
+    }
+
+    /// The shard of a key of hash `h` ([`entry::hash`]; its low bits
+    /// place the key in the shard's index, these in the shard array).
+    fn shard_by_hash(&self, h: u64) -> &Mutex<Shard> {
+        &self.shards[(h >> 7) as usize & (SHARDS - 1)]
     }
 
     fn tick(&self) -> u32 {
-        // Milliseconds since open; wraps after 49 days, compared wrapping.
-        // (`Duration::as_millis` divides a u128.)
-        let d = self.started.elapsed();
-        d.as_secs()
-            .wrapping_mul(1000)
-            .wrapping_add(u64::from(d.subsec_millis())) as u32
+        // Milliseconds since open, on the coarse clock (every access of a
+        // resident key reads it); wraps after 49 days, compared wrapping.
+        crate::clock::coarse_millis().wrapping_sub(self.started) as u32
     }
 
     fn random(&self) -> u64 {
@@ -963,9 +963,15 @@ impl Kv for TieredKv {
         }
     }
 
-    fn prefetch(&self, mk: &[u8]) {
-        if let Some(e) = self.tier.shard_of(mk).lock().get_mut(mk) {
-            e.prefetch();
+    fn prefetch(&self, mks: &[&[u8]]) {
+        // Step by step over all the keys (`PrefetchStep`): a key's slot,
+        // then its head, then its data, so that each step's misses
+        // overlap across the keys.
+        let hashes: Vec<u64> = mks.iter().map(|mk| entry::hash(mk)).collect();
+        for step in [PrefetchStep::Slot, PrefetchStep::Head, PrefetchStep::Data] {
+            for (mk, &h) in mks.iter().zip(&hashes) {
+                self.tier.shard_by_hash(h).lock().prefetch(mk, h, step);
+            }
         }
     }
 
@@ -1108,6 +1114,45 @@ mod tests {
         let st = kv.tier().stats();
         assert_eq!(st.resident_keys, 1);
         assert!(st.hits >= 4);
+    }
+
+    /// A prefetch is a hint: over resident keys, absent ones and one key
+    /// twice, it reads nothing from the LSM store and changes nothing
+    /// (not even the hit counts), whatever index candidates its first
+    /// steps guess.
+    #[test]
+    fn a_prefetch_of_many_keys_reads_and_changes_nothing() {
+        let (kv, reads) = tiered(1 << 20);
+        let mks: Vec<Vec<u8>> = (0..2000u32)
+            .map(|i| keys::meta_key(0, &i.to_be_bytes()))
+            .collect();
+        for (i, mk) in mks.iter().enumerate().step_by(2) {
+            put(&kv, Space::Meta, mk, b"meta");
+            put(
+                &kv,
+                Space::Data,
+                &keys::data_key(0, &(i as u32).to_be_bytes(), 1, b"a"),
+                b"x",
+            );
+        }
+        let before = kv.tier().stats();
+        let reads_before = reads.load(Ordering::Relaxed);
+        let mut asked: Vec<&[u8]> = mks.iter().map(Vec::as_slice).collect();
+        asked.push(&mks[0]);
+        asked.push(b"");
+        kv.prefetch(&asked);
+        kv.prefetch(&[]);
+        assert_eq!(reads.load(Ordering::Relaxed), reads_before);
+        let after = kv.tier().stats();
+        assert_eq!(
+            (after.resident_keys, after.resident_bytes),
+            (before.resident_keys, before.resident_bytes)
+        );
+        assert_eq!((after.hits, after.misses), (before.hits, before.misses));
+        assert_eq!(
+            kv.get(Space::Meta, &mks[0]).unwrap(),
+            Some(b"meta".to_vec())
+        );
     }
 
     #[test]
