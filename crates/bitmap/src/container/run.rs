@@ -218,6 +218,55 @@ pub fn flip_interval(a: &[[u16; 2]], lo: u16, hi: u16, out: &mut Vec<[u16; 2]>) 
     covered
 }
 
+/// What a container normalizes to, read off without building it: its
+/// kind, cardinality, TR.STAT bytes and extremes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// The kind the kind policy gives it.
+    pub kind: crate::Kind,
+    /// Number of values.
+    pub card: u32,
+    /// TR.STAT bytes of that kind ([`super::kind_policy`]).
+    pub stat_bytes: usize,
+    /// Smallest value.
+    pub min: u16,
+    /// Largest value.
+    pub max: u16,
+}
+
+/// The shape of the complement over the whole block of the run container
+/// `runs` (`card` values), as flipping `0..=65535` leaves it
+/// ([`crate::ContainerBuf::flip_range`]: a run container where that is
+/// smaller, else the plain kind): O(1). `None` when the runs cover the
+/// block (the complement is empty).
+#[must_use]
+pub fn complement_shape(runs: &[[u16; 2]], card: u32) -> Option<Shape> {
+    let (first, last) = (*runs.first()?, *runs.last()?);
+    let card = (1u32 << 16) - card;
+    if card == 0 {
+        return None;
+    }
+    let (starts_at_zero, ends_at_max) = (first[0] == 0, end(last) == u16::MAX);
+    let gaps = runs.len() + 1 - usize::from(starts_at_zero) - usize::from(ends_at_max);
+    let (kind, stat_bytes) = if super::kind_policy::run_is_smaller(gaps, card as usize) {
+        (crate::Kind::Run, super::kind_policy::run_bytes(gaps))
+    } else {
+        let kind = super::kind_policy::plain_kind(card as usize);
+        let bytes = match kind {
+            crate::Kind::Array => super::kind_policy::array_bytes(card as usize),
+            _ => super::kind_policy::bitset_bytes(),
+        };
+        (kind, bytes)
+    };
+    Some(Shape {
+        kind,
+        card,
+        stat_bytes,
+        min: if starts_at_zero { end(first) + 1 } else { 0 },
+        max: if ends_at_max { last[0] - 1 } else { u16::MAX },
+    })
+}
+
 /// Appends `rest` (ascending, after everything in `out`), merging its
 /// first run with the last of `out` when they touch.
 fn push_rest(out: &mut Vec<[u16; 2]>, rest: &[[u16; 2]]) {
@@ -271,6 +320,34 @@ mod tests {
             let was = flip_interval(&runs_of(&set), lo, hi, &mut out);
             prop_assert_eq!(&out, &runs_of(&want));
             prop_assert_eq!(was as usize, set.range(lo..=hi).count());
+        }
+
+        /// The complement's shape is that of the container a whole-block
+        /// flip leaves.
+        #[test]
+        fn complement_shape_is_that_of_the_flipped_container(
+            set in proptest::collection::btree_set(value(), 1..200),
+            runs_of_50 in 0u16..3,
+        ) {
+            let mut set = set;
+            // Long runs too, so that the run form is often the smaller.
+            for b in 0..runs_of_50 {
+                set.extend(b * 20_000..b * 20_000 + 50);
+            }
+            let runs = runs_of(&set);
+            let c = crate::ContainerBuf::from_runs_unchecked(&runs, set.len() as u32);
+            let mut flipped = c.clone();
+            flipped.flip_range(0, u16::MAX);
+            let got = complement_shape(&runs, set.len() as u32);
+            let r = flipped.as_ref();
+            let want = (!r.is_empty()).then(|| Shape {
+                kind: r.kind(),
+                card: r.cardinality(),
+                stat_bytes: r.stat_bytes(),
+                min: r.min().unwrap(),
+                max: r.max().unwrap(),
+            });
+            prop_assert_eq!(got, want);
         }
     }
 }

@@ -23,6 +23,17 @@
 //! into its own overlay first, and the entry is dropped once that `Txn`
 //! commits ([`Dirty::remove_if`]).
 //!
+//! A TR.FLIPRANGE that covers a whole block whose dirty container is a
+//! run container does not rewrite its runs: the block is marked as the
+//! complement of its bytes (`DirtyBlock::negated`), and the summary is
+//! updated from the complement's shape, which the runs give in O(1)
+//! (`run::complement_shape`). Flipped twice, the mark is gone. The
+//! complement is written out when the block is handed out
+//! ([`Dirty::block`], [`Dirty::get`]: a read, an edit, an absorb), so no
+//! reader sees the mark. A flip of [random, 10^7] over a key of 153 run
+//! containers of a few hundred runs each went from 35 µs to 6.5 µs of
+//! server time (docs/benchmarks.md).
+//!
 //! Only a `Txn` holding a key's stripe lock reads or changes its entry, so
 //! the shard mutexes only guard the maps themselves.
 
@@ -32,7 +43,13 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
+use roaringd_bitmap::container::{kind_policy, run};
+use roaringd_bitmap::ContainerRef;
+
 use crate::meta::KeyMeta;
+use crate::types::bitmap::block_facts::{low_sum, BlockFacts};
+use crate::types::bitmap::bytes::view;
+use crate::types::bitmap::container_cache::{facts_of, padded_with};
 use crate::types::bitmap::oplog::OpLog;
 
 /// Number of shards of the map.
@@ -54,10 +71,98 @@ const BLOCK_COST: u64 = 48;
 /// applied) and the delta entries still stored for it.
 #[derive(Clone)]
 pub struct DirtyBlock {
-    /// The container as it is now.
+    /// The container as it is now (unless `negated`).
     pub bytes: Arc<[u8]>,
     /// Delta entries of this block in the `Kv` (their edits are in `bytes`).
     pub stored_deltas: u16,
+    /// The container is the complement of `bytes` over the whole block, a
+    /// run container: a TR.FLIPRANGE over the whole block flips this
+    /// instead of rewriting the runs ([`Dirty::record_many`]'s
+    /// `toggles`). Only inside the map: [`Dirty::block`] and
+    /// [`Dirty::get`], which hand blocks out, write the complement first.
+    negated: bool,
+}
+
+impl DirtyBlock {
+    /// The container `bytes` (padded), with `stored_deltas` delta entries
+    /// stored for it.
+    #[must_use]
+    pub fn new(bytes: Arc<[u8]>, stored_deltas: u16) -> Self {
+        DirtyBlock {
+            bytes,
+            stored_deltas,
+            negated: false,
+        }
+    }
+
+    /// Writes the complement of a negated block's bytes (with its facts),
+    /// as the flips it stands for would have left it: a no-op otherwise.
+    /// Returns the change in the block's byte length.
+    fn materialize(&mut self) -> i64 {
+        if !self.negated {
+            return 0;
+        }
+        let before = self.bytes.len() as i64;
+        let mut c = match view(&self.bytes) {
+            Ok(v) => v.as_ref().to_buf(),
+            // Bytes this process wrote: cannot happen; the readers of
+            // the block get the same error from them.
+            Err(_) => return 0,
+        };
+        c.flip_range(0, u16::MAX);
+        self.bytes = padded_with(c.as_bytes(), self.stored_deltas, BlockFacts::of(c.as_ref()));
+        self.negated = false;
+        self.bytes.len() as i64 - before
+    }
+
+    /// The container this block stands for and the one a flip of the
+    /// whole block leaves, when the block is a run container or the
+    /// complement of one: O(1) but for the low sum of bytes without facts.
+    /// `None` for another kind (or bytes that do not parse), which a
+    /// whole-block flip rewrites.
+    #[must_use]
+    pub fn whole_flip(&self) -> Option<WholeFlip> {
+        let v = view(&self.bytes).ok()?;
+        let r = v.as_ref();
+        let ContainerRef::Run { runs, card } = r else {
+            return None;
+        };
+        let stored = run::Shape {
+            kind: roaringd_bitmap::Kind::Run,
+            card,
+            stat_bytes: kind_policy::run_bytes(runs.len()),
+            min: runs.first()?[0],
+            max: run::end(*runs.last()?),
+        };
+        let stored_low = facts_of(&self.bytes).map_or_else(|| low_sum(r), |f| u64::from(f.low_sum));
+        let complement = run::complement_shape(runs, card);
+        let complement_low = BLOCK_LOW_SUM - stored_low;
+        Some(if self.negated {
+            WholeFlip {
+                now: (complement?, complement_low),
+                flipped: Some((stored, stored_low)),
+            }
+        } else {
+            WholeFlip {
+                now: (stored, stored_low),
+                flipped: complement.map(|c| (c, complement_low)),
+            }
+        })
+    }
+}
+
+/// Sum of every value of a block (0 + 1 + ... + 65,535).
+const BLOCK_LOW_SUM: u64 = 65_535 * 65_536 / 2;
+
+/// What [`DirtyBlock::whole_flip`] reads off a block: the container it
+/// stands for now and after a flip of the whole block (`None`: empty),
+/// each with its low sum.
+#[derive(Clone, Copy, Debug)]
+pub struct WholeFlip {
+    /// Now.
+    pub now: (run::Shape, u64),
+    /// After the flip.
+    pub flipped: Option<(run::Shape, u64)>,
 }
 
 /// A TR.BITOP result's containers as the tier keeps them: ascending by
@@ -121,21 +226,35 @@ impl Blocks {
             )
     }
 
-    /// Sets block `hi`'s container; returns the one it replaces.
-    fn insert(&mut self, hi: u16, block: DirtyBlock) -> Option<DirtyBlock> {
+    /// Flips block `hi` whole (see [`DirtyBlock::whole_flip`]); nothing
+    /// when the block is not here.
+    fn toggle(&mut self, hi: u16) {
+        self.make_map();
+        if let Blocks::Map(m) = self {
+            if let Some(b) = m.get_mut(&hi) {
+                debug_assert!(
+                    b.whole_flip().is_some(),
+                    "a toggled block is a run container"
+                );
+                b.negated = !b.negated;
+            }
+        }
+    }
+
+    /// Turns a TR.BITOP result's list into a map (for an edit).
+    fn make_map(&mut self) {
         if let Blocks::Value(v) = self {
             let m: FxHashMap<u16, DirtyBlock> = v
                 .iter()
-                .map(|(hi, b)| {
-                    let b = DirtyBlock {
-                        bytes: Arc::clone(b),
-                        stored_deltas: 0,
-                    };
-                    (*hi, b)
-                })
+                .map(|(hi, b)| (*hi, DirtyBlock::new(Arc::clone(b), 0)))
                 .collect();
             *self = Blocks::Map(m);
         }
+    }
+
+    /// Sets block `hi`'s container; returns the one it replaces.
+    fn insert(&mut self, hi: u16, block: DirtyBlock) -> Option<DirtyBlock> {
+        self.make_map();
         match self {
             Blocks::Map(m) => m.insert(hi, block),
             Blocks::Value(_) => unreachable!("made a map above"),
@@ -287,14 +406,37 @@ impl Dirty {
         if self.is_empty() {
             return None;
         }
+        let mut s = self.shards[shard_of(mk)].lock();
+        let d = s.get_mut(mk).filter(|d| d.meta.version == version)?;
+        if let Blocks::Map(m) = &mut d.blocks {
+            if let Some(b) = m.get_mut(&hi) {
+                self.add_bytes(b.materialize());
+            }
+        }
+        match d.blocks.find(hi) {
+            Some((bytes, stored_deltas)) => {
+                Some(Some(DirtyBlock::new(Arc::clone(bytes), stored_deltas)))
+            }
+            None => d.whole.then_some(None),
+        }
+    }
+
+    /// Dirty container `hi` of key `mk` at version `version` as the map
+    /// keeps it, possibly negated (see [`DirtyBlock::whole_flip`]), for a
+    /// flip of the whole block; `None` when not dirty.
+    #[must_use]
+    pub fn block_as_kept(&self, mk: &[u8], version: u64, hi: u16) -> Option<DirtyBlock> {
+        if self.is_empty() {
+            return None;
+        }
         let s = self.shards[shard_of(mk)].lock();
         let d = s.get(mk).filter(|d| d.meta.version == version)?;
-        match d.blocks.find(hi) {
-            Some((bytes, stored_deltas)) => Some(Some(DirtyBlock {
-                bytes: Arc::clone(bytes),
-                stored_deltas,
-            })),
-            None => d.whole.then_some(None),
+        match &d.blocks {
+            Blocks::Map(m) => m.get(&hi).cloned(),
+            Blocks::Value(_) => d
+                .blocks
+                .find(hi)
+                .map(|(b, n)| DirtyBlock::new(Arc::clone(b), n)),
         }
     }
 
@@ -304,22 +446,42 @@ impl Dirty {
         if self.is_empty() {
             return None;
         }
-        self.shards[shard_of(mk)].lock().get(mk).cloned()
+        let mut s = self.shards[shard_of(mk)].lock();
+        let d = s.get_mut(mk)?;
+        if let Blocks::Map(m) = &mut d.blocks {
+            let grown: i64 = m.values_mut().map(DirtyBlock::materialize).sum();
+            self.add_bytes(grown);
+        }
+        Some(d.clone())
+    }
+
+    /// Adds `delta` (of either sign) to the counted bytes.
+    fn add_bytes(&self, delta: i64) {
+        if delta >= 0 {
+            self.bytes.fetch_add(delta as u64, Ordering::Relaxed);
+        } else {
+            self.bytes
+                .fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+        }
     }
 
     /// Records an edit (log sequence number `seq`) that leaves key `mk`
     /// with `meta` and block `hi` with `block`.
     pub fn record(&self, mk: &[u8], meta: KeyMeta, hi: u16, block: DirtyBlock, seq: u64) {
-        self.record_many(mk, meta, [(hi, block)], seq);
+        self.record_many(mk, meta, ([(hi, block)], &[]), seq);
     }
 
     /// Records an edit (log sequence number `seq`) that leaves key `mk`
-    /// with `meta` and each listed block with its new state.
+    /// with `meta`, each listed block with its new state, and each block
+    /// of `toggles` flipped whole: dirty blocks that
+    /// [`DirtyBlock::whole_flip`] read (the caller holds the key's lock,
+    /// so they are unchanged since), which become their complements
+    /// without a rewrite.
     pub fn record_many(
         &self,
         mk: &[u8],
         meta: KeyMeta,
-        blocks: impl IntoIterator<Item = (u16, DirtyBlock)>,
+        (blocks, toggles): (impl IntoIterator<Item = (u16, DirtyBlock)>, &[u16]),
         seq: u64,
     ) {
         let mut s = self.shards[shard_of(mk)].lock();
@@ -347,6 +509,9 @@ impl Dirty {
             if let Some(old) = d.blocks.insert(hi, block) {
                 sub += old.bytes.len() as u64 + BLOCK_COST;
             }
+        }
+        for &hi in toggles {
+            d.blocks.toggle(hi);
         }
         self.bytes.fetch_add(add, Ordering::Relaxed);
         self.bytes.fetch_sub(sub, Ordering::Relaxed);
@@ -433,6 +598,7 @@ impl Dirty {
         let s = self.shards[shard_of(mk)].lock();
         s.get(mk).is_some_and(|d| {
             d.whole
+                && !matches!(&d.blocks, Blocks::Map(m) if m.values().any(|b| b.negated))
                 && d.blocks.len() == blocks.len()
                 && blocks.iter().all(|(hi, b)| {
                     d.blocks.find(*hi).is_some_and(|(x, _)| {
@@ -635,7 +801,7 @@ mod tests {
     #[test]
     fn repeated_dirty_range_writes_keep_the_summary_exact() {
         let dir = tempfile::tempdir().unwrap();
-        let st = open(dir.path());
+        let mut st = open(dir.path());
         let base: Vec<u32> = (0..4u32)
             .flat_map(|b| (0..400u32).map(move |i| (b << 16) | (i * 7)))
             .collect();
@@ -677,6 +843,30 @@ mod tests {
                 (s.min, s.max),
                 (*model.first().unwrap(), *model.last().unwrap())
             );
+            // Reads and single-bit writes between the flips (a read
+            // writes out a block flipped whole without a rewrite).
+            let o = ((x >> 40) % (4 << 16)) as u32;
+            let mut t = st.begin_keep_dirty(&[(0, b"k")]);
+            assert_eq!(
+                t.tr_getbit(0, b"k", o).unwrap(),
+                model.contains(&o),
+                "step {i}"
+            );
+            if i % 4 == 0 {
+                let on = i % 8 == 0;
+                assert_eq!(t.tr_setbit(0, b"k", o, on).unwrap(), model.contains(&o));
+                if on {
+                    model.insert(o);
+                } else {
+                    model.remove(&o);
+                }
+            }
+            t.commit().unwrap();
+            // A crash halfway: the log is replayed.
+            if i == 150 {
+                drop(st);
+                st = open(dir.path());
+            }
         }
         assert!(kept > 200, "the writes were the tier's: {kept} of 300");
         let mut t = st.begin_keeping(&[(0, b"k"), (0, b"d")], (0, b"d"));

@@ -42,9 +42,19 @@ pub(super) fn census(s: &mut BitmapSummary, r: ContainerRef<'_>, add: bool) {
     if r.is_empty() {
         return;
     }
-    let k = &mut s.kinds[kind_index(r.kind())];
-    let card = u64::from(r.cardinality());
-    let bytes = r.stat_bytes() as u64;
+    census_of(s, (r.kind(), r.cardinality(), r.stat_bytes()), add);
+}
+
+/// [`census`] of a non-empty container given by its kind, cardinality
+/// and TR.STAT bytes.
+pub(super) fn census_of(
+    s: &mut BitmapSummary,
+    (kind, card, bytes): (CKind, u32, usize),
+    add: bool,
+) {
+    let k = &mut s.kinds[kind_index(kind)];
+    let card = u64::from(card);
+    let bytes = bytes as u64;
     if add {
         k.containers += 1;
         k.values += card;

@@ -25,7 +25,9 @@ use super::delta;
 use super::page;
 use super::range_writes::{block_part, range_edit, RangeOp};
 use super::setops::KeptBlocks;
-use super::summary::{census, census_bitset_flip, summary_of, summary_point, summary_push};
+use super::summary::{
+    census, census_bitset_flip, census_of, summary_of, summary_point, summary_push,
+};
 use super::txn_state::WrittenBlock;
 use super::{dirty, oplog};
 
@@ -38,6 +40,8 @@ pub(super) const MAX_RANGE_BLOCKS: usize = 1024;
 #[derive(Default)]
 struct DirtyBlocks {
     blocks: Vec<(u16, dirty::DirtyBlock)>,
+    /// Dirty blocks flipped whole without a rewrite ([`dirty::Dirty::record_many`]).
+    toggles: Vec<u16>,
     room: u64,
 }
 
@@ -55,10 +59,7 @@ impl DirtyBlocks {
         census(s, old, false);
         census(s, new.as_ref(), true);
         self.room += (PAD + new.as_bytes().len()) as u64;
-        let block = dirty::DirtyBlock {
-            bytes: padded_with(new.as_bytes(), n, facts),
-            stored_deltas: n,
-        };
+        let block = dirty::DirtyBlock::new(padded_with(new.as_bytes(), n, facts), n);
         self.blocks.push((hi, block));
     }
 }
@@ -164,10 +165,7 @@ impl Txn {
                     if let Some(f) = facts {
                         set_facts(Arc::get_mut(&mut bytes).expect("a new Arc"), f);
                     }
-                    let block = dirty::DirtyBlock {
-                        bytes,
-                        stored_deltas: n,
-                    };
+                    let block = dirty::DirtyBlock::new(bytes, n);
                     dirty.record(&mk, meta, hi, block, seq);
                 }
             }
@@ -205,14 +203,12 @@ impl Txn {
         if let Some(f) = old_facts.and_then(|f| f.after_flip(new, lo, value)) {
             set_facts(Arc::get_mut(&mut bytes).expect("a new Arc"), f);
         }
-        let block = dirty::DirtyBlock {
-            bytes,
-            stored_deltas: n,
-        };
+        let block = dirty::DirtyBlock::new(bytes, n);
         // The room was checked when the bytes were made.
         let version = m.version;
         let one = DirtyBlocks {
             blocks: vec![(hi, block)],
+            toggles: Vec::new(),
             room: 0,
         };
         let logged = self.bm_log_dirty((db, key, m, s), one, |log| {
@@ -263,7 +259,11 @@ impl Txn {
     fn bm_log_dirty(
         &mut self,
         (db, key, m, s): (u16, &[u8], KeyMeta, BitmapSummary),
-        DirtyBlocks { blocks, room }: DirtyBlocks,
+        DirtyBlocks {
+            blocks,
+            toggles,
+            room,
+        }: DirtyBlocks,
         append: impl FnOnce(&mut oplog::OpLog) -> Result<u64>,
     ) -> Result<bool> {
         let dirty = &self.inner.dirty;
@@ -280,7 +280,7 @@ impl Txn {
                 return Ok(false);
             };
             let seq = append(log)?;
-            dirty.record_many(&keys::KeyBuf::meta(db, key), meta, blocks, seq);
+            dirty.record_many(&keys::KeyBuf::meta(db, key), meta, (blocks, &toggles), seq);
         }
         // Synced by the commit under `always`, off the I/O threads.
         self.bm.oplog_appended = true;
@@ -405,7 +405,31 @@ impl Txn {
         // The smallest and largest set bits of the blocks of the range, as
         // they end up.
         let (mut first, mut last): (Option<u32>, Option<u32>) = (None, None);
+        let mk = keys::KeyBuf::meta(db, key);
         for hi in shi..=ehi {
+            let base = u32::from(hi) << 16;
+            // A flip of a whole dirty run container (or of the complement
+            // of one): the block is marked flipped, its runs untouched.
+            if op == RangeOp::Flip && block_part(hi, (start, end)) == (0, u16::MAX) {
+                let kept = self.inner.dirty.block_as_kept(&mk, m.version, hi);
+                if let Some(f) = kept.as_ref().and_then(dirty::DirtyBlock::whole_flip) {
+                    let (now, now_low) = f.now;
+                    // A block emptied.
+                    let Some((next, next_low)) = f.flipped else {
+                        return Ok(None);
+                    };
+                    census_of(&mut s, (now.kind, now.card, now.stat_bytes), false);
+                    census_of(&mut s, (next.kind, next.card, next.stat_bytes), true);
+                    let grown = i128::from(next.card) - i128::from(now.card);
+                    let sum = i128::from(s.sum) + grown * i128::from(base) + i128::from(next_low)
+                        - i128::from(now_low);
+                    s.sum = u64::try_from(sum).unwrap_or(0);
+                    first.get_or_insert(base | u32::from(next.min));
+                    last = Some(base | u32::from(next.max));
+                    out.toggles.push(hi);
+                    continue;
+                }
+            }
             let old_bytes = self.bm_get(db, key, m.version, hi, Some(&old_s))?;
             let old_facts = old_bytes.as_ref().and_then(cached_facts);
             let old_view = old_bytes.as_ref().map(view).transpose()?;
@@ -422,7 +446,6 @@ impl Txn {
                 c
             });
             let now = new.as_ref().map_or(old, ContainerBuf::as_ref);
-            let base = u32::from(hi) << 16;
             let extremes = now.min().zip(now.max());
             match extremes {
                 Some((a, b)) => {
@@ -464,7 +487,7 @@ impl Txn {
             let n = old_bytes.as_ref().map_or(0, Bytes::deltas);
             out.push(&mut s, hi, (old, &new, n), facts);
         }
-        if out.blocks.is_empty() {
+        if out.blocks.is_empty() && out.toggles.is_empty() {
             return Ok(Some(s.card));
         }
         // Bits outside the range are unchanged: an extreme outside it
