@@ -359,6 +359,13 @@ impl Dirty {
         self.bytes.load(Ordering::Relaxed)
     }
 
+    /// True when the counted bytes are past half the budget: time to
+    /// write the dirty keys back before edits find no room.
+    #[must_use]
+    pub fn past_half(&self) -> bool {
+        self.bytes() * 2 > self.budget.load(Ordering::Relaxed)
+    }
+
     /// True when another `extra` bytes fit the budget, which bounds the
     /// counted bytes (containers, and a cost per key and per container).
     #[must_use]
@@ -886,6 +893,38 @@ mod tests {
             BitmapSummary { deltas: 0, ..s },
             crate::types::bitmap::summary_of_bitmap(&b)
         );
+    }
+
+    /// The checkpoint comes early once the dirty state passes half its
+    /// budget (`Dirty::past_half`), before edits find no room.
+    #[test]
+    fn half_the_budget_calls_for_a_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        let base: Vec<u32> = (0..1000u32).map(|i| i * 6).collect();
+        for key in [b"a", b"b"] {
+            let mut t = st.begin(&[(0, key)]);
+            t.tr_setbits(0, key, &base).unwrap();
+            t.commit().unwrap();
+        }
+        let edit = |key: &[u8]| {
+            let mut t = st.begin_keep_dirty(&[(0, key)]);
+            t.tr_setbit(0, key, 7, true).unwrap();
+            t.commit().unwrap();
+        };
+        edit(b"a");
+        let one = st.inner.dirty.bytes();
+        st.inner.dirty.set_budget(one * 3);
+        assert!(!st.inner.dirty.past_half());
+        edit(b"b");
+        assert!(
+            st.inner.dirty.past_half(),
+            "{} of {}",
+            st.inner.dirty.bytes(),
+            one * 3
+        );
+        st.checkpoint().unwrap();
+        assert!(!st.inner.dirty.past_half());
     }
 
     /// One edit taken by the tier: dirty, readable, written back by an
