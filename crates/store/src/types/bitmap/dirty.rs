@@ -462,14 +462,10 @@ impl Dirty {
         Some(d.clone())
     }
 
-    /// Adds `delta` (of either sign) to the counted bytes.
+    /// Adds `delta` (of either sign) to the counted bytes: an atomic add
+    /// wraps, so the two's complement of a negative delta subtracts it.
     fn add_bytes(&self, delta: i64) {
-        if delta >= 0 {
-            self.bytes.fetch_add(delta as u64, Ordering::Relaxed);
-        } else {
-            self.bytes
-                .fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
-        }
+        self.bytes.fetch_add(delta as u64, Ordering::Relaxed);
     }
 
     /// Records an edit (log sequence number `seq`) that leaves key `mk`
@@ -893,6 +889,10 @@ mod tests {
             BitmapSummary { deltas: 0, ..s },
             crate::types::bitmap::summary_of_bitmap(&b)
         );
+        // The counted bytes followed every block written out.
+        st.checkpoint().unwrap();
+        assert!(st.inner.dirty.is_empty());
+        assert_eq!(st.inner.dirty.bytes(), 0);
     }
 
     /// The checkpoint comes early once the dirty state passes half its
