@@ -136,7 +136,7 @@ impl DirtyBlock {
         };
         let stored_low = facts_of(&self.bytes).map_or_else(|| low_sum(r), |f| u64::from(f.low_sum));
         let complement = run::complement_shape(runs, card);
-        let complement_low = BLOCK_LOW_SUM - stored_low;
+        let complement_low = BLOCK_LOW_SUM.saturating_sub(stored_low);
         Some(if self.negated {
             WholeFlip {
                 now: (complement?, complement_low),

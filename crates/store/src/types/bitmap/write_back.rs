@@ -472,18 +472,20 @@ impl Txn {
             let new_in = if op == RangeOp::Set {
                 all_in
             } else {
-                all_in - old_in
+                all_in.saturating_sub(old_in)
             };
-            let new_low = old_low - old_in + new_in;
+            // Within the block's bounds for consistent facts; facts that
+            // are not (a bug) are dropped rather than trusted.
+            let new_low = (old_low + new_in)
+                .checked_sub(old_in)
+                .and_then(|l| u32::try_from(l).ok());
             let grown = i128::from(new.cardinality()) - i128::from(old.cardinality());
             let sum = i128::from(s.sum) + grown * i128::from(base) + i128::from(new_in)
                 - i128::from(old_in);
             s.sum = u64::try_from(sum).unwrap_or(0);
-            let facts = extremes.map(|(min, max)| BlockFacts {
-                min,
-                max,
-                low_sum: u32::try_from(new_low).expect("a container's low sum is below 2^31"),
-            });
+            let facts = extremes
+                .zip(new_low)
+                .map(|((min, max), low_sum)| BlockFacts { min, max, low_sum });
             let n = old_bytes.as_ref().map_or(0, Bytes::deltas);
             out.push(&mut s, hi, (old, &new, n), facts);
         }
