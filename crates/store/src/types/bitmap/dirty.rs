@@ -58,6 +58,14 @@ const SHARDS: usize = 16;
 /// Default byte budget of dirty containers (past it the fast path refuses).
 pub const DEFAULT_BUDGET: u64 = 64 << 20;
 
+/// Container edits logged since the last checkpoint past which the next
+/// one comes early ([`Dirty::wants_checkpoint`]): a recovery replays a
+/// record's edits container by container (about 4 µs each for a range
+/// write), so this bounds it to a few seconds. 5 s of TR.SETBIT (one container a record)
+/// stay under it; TR.FLIPRANGE of ~76 containers a record reaches it in
+/// well under a second.
+pub const REPLAY_EDITS: u64 = 1_000_000;
+
 /// Bytes counted per dirty key besides its containers: its meta key, its
 /// `DirtyKey` (meta included) and its map. Counting only the containers let
 /// 40,000 dirty keys of one or two small containers each pass for 890 KB
@@ -299,6 +307,10 @@ pub struct Dirty {
     count: AtomicUsize,
     /// Bytes of dirty containers.
     bytes: AtomicU64,
+    /// Containers the records logged since the last checkpoint edit (a
+    /// TR.SETBIT one, a TR.FLIPRANGE up to 1,024): what a recovery would
+    /// replay, container by container ([`Dirty::wants_checkpoint`]).
+    edits: AtomicU64,
     budget: AtomicU64,
     /// The log; `None` for a store without a directory (the tier is off)
     /// and while a store's log is being replayed.
@@ -324,6 +336,7 @@ impl Dirty {
             shards: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(),
             count: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
+            edits: AtomicU64::new(0),
             budget: AtomicU64::new(DEFAULT_BUDGET),
             has_log: AtomicBool::new(log.is_some()),
             log_failed: log
@@ -359,11 +372,26 @@ impl Dirty {
         self.bytes.load(Ordering::Relaxed)
     }
 
-    /// True when the counted bytes are past half the budget: time to
-    /// write the dirty keys back before edits find no room.
+    /// True when the dirty keys should be written back before the
+    /// regular checkpoint: the counted bytes are past half the budget
+    /// (edits would soon find no room), or the records since the last
+    /// checkpoint edit [`REPLAY_EDITS`] containers (a crash would leave
+    /// that much to replay).
     #[must_use]
-    pub fn past_half(&self) -> bool {
+    pub fn wants_checkpoint(&self) -> bool {
         self.bytes() * 2 > self.budget.load(Ordering::Relaxed)
+            || self.edits.load(Ordering::Relaxed) >= REPLAY_EDITS
+    }
+
+    /// Marks a checkpoint's start: the edits counted for
+    /// [`Dirty::wants_checkpoint`] start again from zero.
+    pub fn checkpoint_started(&self) {
+        self.edits.store(0, Ordering::Relaxed);
+    }
+
+    /// Counts `n` container edits of a record just logged.
+    fn count_edits(&self, n: usize) {
+        self.edits.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// True when another `extra` bytes fit the budget, which bounds the
@@ -506,8 +534,9 @@ impl Dirty {
                 (d, KEY_COST)
             }
         };
-        let mut sub = 0;
+        let (mut sub, mut edited) = (0, 0);
         for (hi, block) in blocks {
+            edited += 1;
             add += block.bytes.len() as u64 + BLOCK_COST;
             if let Some(old) = d.blocks.insert(hi, block) {
                 sub += old.bytes.len() as u64 + BLOCK_COST;
@@ -516,6 +545,7 @@ impl Dirty {
         for &hi in toggles {
             d.blocks.toggle(hi);
         }
+        self.count_edits(edited + toggles.len());
         self.bytes.fetch_add(add, Ordering::Relaxed);
         self.bytes.fetch_sub(sub, Ordering::Relaxed);
     }
@@ -556,6 +586,7 @@ impl Dirty {
         }
         d.meta = meta.clone();
         d.last_seq = seq;
+        self.count_edits(1);
         Ok(())
     }
 
@@ -573,6 +604,7 @@ impl Dirty {
             last_seq: seq,
         };
         self.bytes.fetch_add(d.bytes(), Ordering::Relaxed);
+        self.count_edits(d.blocks.len());
         let mut s = self.shards[shard_of(mk)].lock();
         let old = match s.get_mut(mk) {
             Some(slot) => Some(std::mem::replace(slot, d)),
@@ -896,7 +928,7 @@ mod tests {
     }
 
     /// The checkpoint comes early once the dirty state passes half its
-    /// budget (`Dirty::past_half`), before edits find no room.
+    /// budget (`Dirty::wants_checkpoint`), before edits find no room.
     #[test]
     fn half_the_budget_calls_for_a_checkpoint() {
         let dir = tempfile::tempdir().unwrap();
@@ -915,16 +947,16 @@ mod tests {
         edit(b"a");
         let one = st.inner.dirty.bytes();
         st.inner.dirty.set_budget(one * 3);
-        assert!(!st.inner.dirty.past_half());
+        assert!(!st.inner.dirty.wants_checkpoint());
         edit(b"b");
         assert!(
-            st.inner.dirty.past_half(),
+            st.inner.dirty.wants_checkpoint(),
             "{} of {}",
             st.inner.dirty.bytes(),
             one * 3
         );
         st.checkpoint().unwrap();
-        assert!(!st.inner.dirty.past_half());
+        assert!(!st.inner.dirty.wants_checkpoint());
     }
 
     /// One edit taken by the tier: dirty, readable, written back by an
