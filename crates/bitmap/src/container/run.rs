@@ -234,6 +234,19 @@ pub struct Shape {
     pub max: u16,
 }
 
+/// The shape of the run container `runs` (`card` values) itself: O(1).
+/// `None` without runs.
+#[must_use]
+pub fn shape(runs: &[[u16; 2]], card: u32) -> Option<Shape> {
+    Some(Shape {
+        kind: crate::Kind::Run,
+        card,
+        stat_bytes: super::kind_policy::run_bytes(runs.len()),
+        min: runs.first()?[0],
+        max: end(*runs.last()?),
+    })
+}
+
 /// The shape of the complement over the whole block of the run container
 /// `runs` (`card` values), as flipping `0..=65535` leaves it
 /// ([`crate::ContainerBuf::flip_range`]: a run container where that is

@@ -5,6 +5,7 @@
 //! that passes a source's container through to its result adds the
 //! container to the result's summary without reading its values.
 
+use roaringd_bitmap::container::run;
 use roaringd_bitmap::ContainerRef;
 
 /// A non-empty container's extremes and low-value sum (at most
@@ -283,12 +284,12 @@ pub(crate) fn low_sum(r: ContainerRef<'_>) -> u64 {
 pub(crate) fn range_low_sum(r: ContainerRef<'_>, lo: u16, up: u16) -> u64 {
     match r {
         ContainerRef::Run { runs, .. } => {
-            let first = runs.partition_point(|x| x[0] + x[1] < lo);
+            let first = runs.partition_point(|&x| run::end(x) < lo);
             runs[first..]
                 .iter()
                 .take_while(|x| x[0] <= up)
-                .map(|x| {
-                    let (a, b) = (u64::from(x[0].max(lo)), u64::from((x[0] + x[1]).min(up)));
+                .map(|&x| {
+                    let (a, b) = (u64::from(x[0].max(lo)), u64::from(run::end(x).min(up)));
                     (a + b) * (b - a + 1) / 2
                 })
                 .sum()

@@ -43,7 +43,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
-use roaringd_bitmap::container::{kind_policy, run};
+use roaringd_bitmap::container::run;
 use roaringd_bitmap::ContainerRef;
 
 use crate::meta::KeyMeta;
@@ -135,13 +135,7 @@ impl DirtyBlock {
         let ContainerRef::Run { runs, card } = r else {
             return None;
         };
-        let stored = run::Shape {
-            kind: roaringd_bitmap::Kind::Run,
-            card,
-            stat_bytes: kind_policy::run_bytes(runs.len()),
-            min: runs.first()?[0],
-            max: run::end(*runs.last()?),
-        };
+        let stored = run::shape(runs, card)?;
         let stored_low = facts_of(&self.bytes).map_or_else(|| low_sum(r), |f| u64::from(f.low_sum));
         let complement = run::complement_shape(runs, card);
         let complement_low = BLOCK_LOW_SUM.saturating_sub(stored_low);
@@ -443,15 +437,20 @@ impl Dirty {
         }
         let mut s = self.shards[shard_of(mk)].lock();
         let d = s.get_mut(mk).filter(|d| d.meta.version == version)?;
-        if let Blocks::Map(m) = &mut d.blocks {
-            if let Some(b) = m.get_mut(&hi) {
+        let found = match &mut d.blocks {
+            // One lookup: the block's complement written out if it is
+            // marked, then handed out.
+            Blocks::Map(m) => m.get_mut(&hi).map(|b| {
                 self.add_bytes(b.materialize());
-            }
-        }
-        match d.blocks.find(hi) {
-            Some((bytes, stored_deltas)) => {
-                Some(Some(DirtyBlock::new(Arc::clone(bytes), stored_deltas)))
-            }
+                DirtyBlock::new(Arc::clone(&b.bytes), b.stored_deltas)
+            }),
+            Blocks::Value(_) => d
+                .blocks
+                .find(hi)
+                .map(|(b, n)| DirtyBlock::new(Arc::clone(b), n)),
+        };
+        match found {
+            Some(b) => Some(Some(b)),
             None => d.whole.then_some(None),
         }
     }
