@@ -243,7 +243,9 @@ mod tests {
     #[test]
     fn a_holder_releases_every_stripe_and_the_global_lock() {
         let locks = Locks::default();
-        let keys: Vec<Vec<u8>> = (0..20).map(|i| format!("k{}", i % 13).into_bytes()).collect();
+        let keys: Vec<Vec<u8>> = (0..20)
+            .map(|i| format!("k{}", i % 13).into_bytes())
+            .collect();
         let named: Vec<(u16, &[u8])> = keys.iter().map(|k| (0, &k[..])).collect();
         let held = locks.lock_keys(&named);
         let stripes: Vec<usize> = held.stripes().collect();
