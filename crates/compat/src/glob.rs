@@ -33,8 +33,7 @@ fn glob_match_with(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
 const MAX_NESTING: u32 = 1000;
 
 /// The literal bytes every match must start with (up to the first special
-/// character); the whole pattern when it has none, and then it matches
-/// only itself (KEYS looks that key up instead of scanning).
+/// character), used to narrow a key scan.
 #[must_use]
 pub fn literal_prefix(pattern: &[u8]) -> &[u8] {
     let end = pattern

@@ -1,37 +1,26 @@
 //! Entry keys of the three spaces (docs/architecture.md, "store"):
 //!
 //! ```text
-//! meta:   db u16 BE | tag u16 BE | user key
-//! data:   db u16 BE | tag u16 BE | user key len u32 BE | user key | version u64 BE | subkey
+//! meta:   db u16 BE | user key
+//! data:   db u16 BE | user key len u32 BE | user key | version u64 BE | subkey
 //! expiry: expire_at_ms u64 BE | db u16 BE | user key
 //! ```
 //!
-//! The `tag` is a hash of the user key ([`key_tag`]). The LSM store's
-//! memtable compares keys by their first four bytes before it reads the
-//! rest, which it holds apart from the node when the key is over 20 bytes.
-//! Without the tag those four bytes were the database and the start of the
-//! key's name or length, the same for most keys, so nearly every
-//! comparison of a lookup or an insert reached for the rest of the key (a
-//! cache miss per step of the skip list) and a `memcmp`; with it, nearly
-//! every comparison ends at the four bytes. The keys of one database sort
-//! by tag, then by user key (SCAN's order); a key's data entries stay
-//! contiguous (`db | tag | len | key` is their common prefix), ordered by
-//! version and subkey.
-//!
 //! Database `0xFFFF` is reserved for the store's own records in `meta`
-//! (the version epoch, key counters, the store format): their keys are
-//! `0xFFFF | name`, without a tag, so that every format finds its format
-//! record at the same key. It is never a user database.
+//! (the version epoch, key counters); it is never a user database.
 
 use crate::error::{Result, StoreError};
 
 /// Database number reserved for internal records.
 pub const INTERNAL_DB: u16 = 0xFFFF;
 
-/// `meta` key of `(db, key)` (no tag for [`INTERNAL_DB`]).
+/// `meta` key of `(db, key)`.
 #[must_use]
 pub fn meta_key(db: u16, key: &[u8]) -> Vec<u8> {
-    KeyBuf::meta(db, key).into_vec()
+    let mut k = Vec::with_capacity(2 + key.len());
+    k.extend_from_slice(&db.to_be_bytes());
+    k.extend_from_slice(key);
+    k
 }
 
 /// An entry key built on the stack when short (lookups allocate
@@ -68,18 +57,7 @@ impl KeyBuf {
     /// The `meta` key of `(db, key)`, as [`meta_key`].
     #[must_use]
     pub fn meta(db: u16, key: &[u8]) -> Self {
-        if db == INTERNAL_DB {
-            Self::from_parts(&[&db.to_be_bytes(), key])
-        } else {
-            Self::from_parts(&[&db.to_be_bytes(), &key_tag(key), key])
-        }
-    }
-
-    /// The `meta` key of the user key of a `data` key prefix (`db | tag |
-    /// len | key`, at least [`DATA_HEAD`] bytes): the same tag, not
-    /// hashed again.
-    pub(crate) fn meta_of_data(prefix: &[u8]) -> Self {
-        Self::from_parts(&[&prefix[..META_HEAD], &prefix[DATA_HEAD..]])
+        Self::from_parts(&[&db.to_be_bytes(), key])
     }
 
     /// The `data` key of an element, as [`data_key`].
@@ -87,7 +65,6 @@ impl KeyBuf {
     pub fn data(db: u16, key: &[u8], version: u64, subkey: &[u8]) -> Self {
         Self::from_parts(&[
             &db.to_be_bytes(),
-            &key_tag(key),
             &(key.len() as u32).to_be_bytes(),
             key,
             &version.to_be_bytes(),
@@ -122,58 +99,28 @@ pub fn meta_db_prefix(db: u16) -> [u8; 2] {
     db.to_be_bytes()
 }
 
-/// Bytes of a user database's `meta` key before its user key (`db | tag`).
-pub const META_HEAD: usize = 4;
-
 /// Splits a `meta` key into `(db, user key)`.
 ///
 /// # Errors
-/// `Corrupt` when shorter than its database and tag.
+/// `Corrupt` when shorter than the database prefix.
 pub fn split_meta_key(k: &[u8]) -> Result<(u16, &[u8])> {
     match k {
-        [a, b, rest @ ..] if [*a, *b] == INTERNAL_DB.to_be_bytes() => Ok((INTERNAL_DB, rest)),
-        [a, b, _, _, rest @ ..] => Ok((u16::from_be_bytes([*a, *b]), rest)),
-        _ => Err(StoreError::corrupt(
-            "meta key shorter than its database and tag",
-        )),
+        [a, b, rest @ ..] => Ok((u16::from_be_bytes([*a, *b]), rest)),
+        _ => Err(StoreError::corrupt("meta key shorter than 2 bytes")),
     }
 }
 
-/// Bytes of a `data` key before its user key (`db | tag | len`).
-pub const DATA_HEAD: usize = 8;
-
-/// The tag of a user key in its `data` keys: the 32-bit FNV-1a hash of
-/// its bytes folded to 16 bits, big-endian. Part of the store format.
-#[must_use]
-pub fn key_tag(key: &[u8]) -> [u8; 2] {
-    let mut h: u32 = 0x811C_9DC5;
-    for &b in key {
-        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-    }
-    (((h >> 16) ^ h) as u16).to_be_bytes()
-}
-
-/// Length of the `db | tag | len | key` prefix at the start of a `data`
-/// key; `None` when the key is too short for what its length field says.
-#[must_use]
-pub fn data_key_prefix_len(k: &[u8]) -> Option<usize> {
-    let len = u32::from_be_bytes(k.get(DATA_HEAD - 4..DATA_HEAD)?.try_into().ok()?) as usize;
-    let end = DATA_HEAD.checked_add(len)?;
-    (k.len() >= end).then_some(end)
-}
-
-/// Prefix of every `data` entry of one key, all versions: `db | tag | len | key`.
+/// Prefix of every `data` entry of one key, all versions: `db | len | key`.
 #[must_use]
 pub fn key_data_prefix(db: u16, key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(DATA_HEAD + 8 + key.len());
+    let mut k = Vec::with_capacity(14 + key.len());
     k.extend_from_slice(&db.to_be_bytes());
-    k.extend_from_slice(&key_tag(key));
     k.extend_from_slice(&(key.len() as u32).to_be_bytes());
     k.extend_from_slice(key);
     k
 }
 
-/// Prefix of every `data` entry of one key version: `db | tag | len | key | version`.
+/// Prefix of every `data` entry of one key version: `db | len | key | version`.
 #[must_use]
 pub fn data_prefix(db: u16, key: &[u8], version: u64) -> Vec<u8> {
     let mut k = key_data_prefix(db, key);
@@ -184,7 +131,11 @@ pub fn data_prefix(db: u16, key: &[u8], version: u64) -> Vec<u8> {
 /// `data` key of one element (member, field, container) of a key version.
 #[must_use]
 pub fn data_key(db: u16, key: &[u8], version: u64, subkey: &[u8]) -> Vec<u8> {
-    let mut k = data_prefix(db, key, version);
+    let mut k = Vec::with_capacity(14 + key.len() + subkey.len());
+    k.extend_from_slice(&db.to_be_bytes());
+    k.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    k.extend_from_slice(key);
+    k.extend_from_slice(&version.to_be_bytes());
     k.extend_from_slice(subkey);
     k
 }
@@ -209,8 +160,9 @@ pub struct DataKeyParts<'a> {
 pub fn split_data_key(k: &[u8]) -> Result<DataKeyParts<'_>> {
     let bad = || StoreError::corrupt("malformed data key");
     let db = u16::from_be_bytes(k.get(0..2).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
-    let key_end = data_key_prefix_len(k).ok_or_else(bad)?;
-    let key = &k[DATA_HEAD..key_end];
+    let len = u32::from_be_bytes(k.get(2..6).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+    let key_end = 6usize.checked_add(len as usize).ok_or_else(bad)?;
+    let key = k.get(6..key_end).ok_or_else(bad)?;
     let ver_end = key_end.checked_add(8).ok_or_else(bad)?;
     let version = u64::from_be_bytes(
         k.get(key_end..ver_end)
@@ -294,33 +246,9 @@ mod tests {
         for n in 0..k.len() {
             assert!(split_data_key(&k[..n]).is_err(), "len {n}");
         }
-        let mut huge = vec![0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF];
+        let mut huge = vec![0, 0, 0xFF, 0xFF, 0xFF, 0xFF];
         huge.extend_from_slice(b"xx");
         assert!(split_data_key(&huge).is_err());
-    }
-
-    #[test]
-    fn meta_keys_carry_the_tag_of_their_data_keys() {
-        for key in [&b""[..], b"k", b"usertable/user6284781860667377211"] {
-            let mk = meta_key(5, key);
-            assert_eq!(split_meta_key(&mk).unwrap(), (5, key));
-            let prefix = key_data_prefix(5, key);
-            assert_eq!(&*KeyBuf::meta_of_data(&prefix), mk.as_slice());
-            assert_eq!(mk[2..4], key_tag(key));
-        }
-        let internal = meta_key(INTERNAL_DB, b"format");
-        assert_eq!(
-            internal,
-            [&INTERNAL_DB.to_be_bytes()[..], b"format"].concat()
-        );
-        assert_eq!(
-            split_meta_key(&internal).unwrap(),
-            (INTERNAL_DB, &b"format"[..])
-        );
-        assert!(split_meta_key(&[0, 1, 2]).is_err());
-        // The tag is part of the format: fixed values.
-        assert_eq!(key_tag(b""), [0x1c, 0xd9]);
-        assert_eq!(key_tag(b"foo"), [0xd7, 0x24]);
     }
 
     #[test]

@@ -555,7 +555,7 @@ impl Txn {
         let now = self.now;
         Merge::new(kv, ov, false).filter_map(move |r| match r {
             Ok((_, m)) if m.is_expired(now) => None,
-            Ok((mk, m)) => Some(keys::split_meta_key(&mk).map(|(_, k)| (k.to_vec(), m))),
+            Ok((mk, m)) => Some(Ok((mk[2..].to_vec(), m))),
             Err(e) => Some(Err(e)),
         })
     }
@@ -570,7 +570,7 @@ impl Txn {
     pub(crate) fn last_key(&self, db: u16) -> Result<Option<Vec<u8>>> {
         let prefix = keys::meta_db_prefix(db);
         match self.inner.kv.prefix(Space::Meta, &prefix, true).next() {
-            Some(e) => Ok(Some(keys::split_meta_key(&e?.0)?.1.to_vec())),
+            Some(e) => Ok(Some(e?.0[2..].to_vec())),
             None => Ok(None),
         }
     }

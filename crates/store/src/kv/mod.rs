@@ -20,7 +20,7 @@ pub const MAX_ENTRY_KEY: usize = u16::MAX as usize;
 pub enum Space {
     /// `db | key` → encoded `KeyMeta` (strings inline).
     Meta,
-    /// `db | tag | key len | key | version | subkey` (`keys::data_key`) → element value.
+    /// `db | key len | key | version | subkey` → element value.
     Data,
     /// `expire_at_ms | db | key` → empty: the expiry index.
     Expiry,

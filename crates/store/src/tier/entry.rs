@@ -32,9 +32,9 @@ pub(crate) fn suffix_version(suffix: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(suffix.get(..8)?.try_into().ok()?))
 }
 
-/// What the tier knows of one user key: the key itself (its meta key
-/// `db | tag | user key`, the tier key), its `meta` entry and its `data` entries, which are
-/// kept by the suffix of their `data` key after `db | tag | len | user key`
+/// What the tier knows of one user key: the key itself (`db | user
+/// key`, the tier key), its `meta` entry and its `data` entries, which are
+/// kept by the suffix of their `data` key after `db | len | user key`
 /// (that is `version | subkey`).
 pub(crate) struct Entry {
     /// The tier key followed by the meta entry's bytes when the meta is
@@ -87,7 +87,7 @@ impl Entry {
         }
     }
 
-    /// The tier key (the meta key, `db | tag | user key`).
+    /// The tier key (`db | user key`).
     pub(crate) fn key(&self) -> &[u8] {
         &self.head[..self.key_len as usize]
     }

@@ -3,7 +3,7 @@
 //!
 //! [`TieredKv`] is a [`Kv`] over another `Kv`. It groups entries by user
 //! key: the key's `meta` entry and its `data` entries (every version under
-//! `db | tag | len | key`) form one resident unit, keyed by the meta key.
+//! `db | len | key`) form one resident unit, keyed by the meta key.
 //!
 //! - **Reads.** A point read of a resident key's meta, or of a data entry
 //!   of a resident key whose data is complete (or known in part), is
@@ -391,6 +391,13 @@ fn is_internal(mk: &[u8]) -> bool {
     mk.starts_with(&keys::INTERNAL_DB.to_be_bytes())
 }
 
+/// Where a `data` key's user key ends: `(db | len | key)` prefix length.
+fn data_key_prefix_len(k: &[u8]) -> Option<usize> {
+    let len = u32::from_be_bytes(k.get(2..6)?.try_into().ok()?) as usize;
+    let end = 6usize.checked_add(len)?;
+    (k.len() >= end).then_some(end)
+}
+
 /// The one key version a range of data suffixes lies in, if it lies in
 /// one: its start names the version and its end stays within it.
 fn range_version(start: Bound<&[u8]>, end: Bound<&[u8]>) -> Option<u64> {
@@ -409,10 +416,10 @@ fn range_version(start: Bound<&[u8]>, end: Bound<&[u8]>) -> Option<u64> {
     within.then_some(v)
 }
 
-/// The tier key (the meta key `db | tag | key`) of a `data` key prefix
-/// `db | tag | len | key`.
+/// The tier key (`db | key`) of a `data` key prefix `db | len | key`.
 fn tier_key_of_data(prefix: &[u8]) -> keys::KeyBuf {
-    keys::KeyBuf::meta_of_data(prefix)
+    let db = u16::from_be_bytes([prefix[0], prefix[1]]);
+    keys::KeyBuf::meta(db, &prefix[6..])
 }
 
 /// The [`Kv`] with the memory tier in front of another `Kv`. See the
@@ -514,7 +521,7 @@ impl TieredKv {
         Ok(v)
     }
 
-    /// Reads every data entry under `prefix` (`db | tag | len | key`) from the
+    /// Reads every data entry under `prefix` (`db | len | key`) from the
     /// LSM store; when they fit the load limit, installs them as the key's
     /// complete data (if no write raced) and returns `Some(answer(data))`.
     /// `None` when the key is too big (marked so) or the read failed midway.
@@ -578,7 +585,7 @@ impl TieredKv {
 
     /// `answer(data, prefix, start, end)` over the map of the one key a
     /// `data` range lies in, with the range's bounds as suffixes of
-    /// `prefix` (`db | tag | len | key`), when the tier holds what the range
+    /// `prefix` (`db | len | key`), when the tier holds what the range
     /// covers (loading the key whole first when small enough). `None` when
     /// the range is not within one key or the key is too big: the caller
     /// reads the LSM store. The answer runs under the key's shard lock.
@@ -591,7 +598,7 @@ impl TieredKv {
         let (Bound::Included(s) | Bound::Excluded(s)) = start else {
             return None;
         };
-        let plen = keys::data_key_prefix_len(s)?;
+        let plen = data_key_prefix_len(s)?;
         let prefix = &s[..plen];
         // The end must stay within the key's prefix.
         let end_suffix: Bound<&[u8]> = match end {
@@ -661,7 +668,7 @@ impl TieredKv {
                     by_key.push((tk, i));
                 }
                 Space::Data => {
-                    if let Some(plen) = keys::data_key_prefix_len(key) {
+                    if let Some(plen) = data_key_prefix_len(key) {
                         by_key.push((tier_key_of_data(&key[..plen]), i));
                     }
                 }
@@ -708,9 +715,9 @@ impl TieredKv {
                         delta += if *space == Space::Meta {
                             e.set_meta(value)
                         } else {
-                            // `db | tag | len | key` is the tier key's
-                            // bytes plus the length.
-                            e.set_data(&key[tk.len() + keys::DATA_HEAD - keys::META_HEAD..], value)
+                            // `db | len | key` is the tier key's bytes plus
+                            // the 4-byte length.
+                            e.set_data(&key[tk.len() + 4..], value)
                         };
                     }
                     if let Some(v) = hint {
@@ -820,7 +827,7 @@ impl KvRead for TieredKv {
         match space {
             Space::Meta if is_internal(key) => self.inner.get(space, key),
             Space::Meta => self.get_meta(key),
-            Space::Data => match keys::data_key_prefix_len(key) {
+            Space::Data => match data_key_prefix_len(key) {
                 Some(plen) => self.get_data(key, plen),
                 None => self.inner.get(space, key),
             },

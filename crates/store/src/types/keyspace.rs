@@ -195,32 +195,21 @@ impl Txn {
         Ok(true)
     }
 
-    /// KEYS: every live key of `db` matching the glob `pattern`, in the
-    /// store's key order (by tag, then by name: `keys`). A pattern without
-    /// special characters is one seek; any other reads every key of `db`,
-    /// as in Redis (keys that share a prefix do not sort together).
+    /// KEYS: every live key of `db` matching the glob `pattern`, in key
+    /// order. Scans only the pattern's literal prefix.
     ///
     /// # Errors
     /// `Io` / `Corrupt`.
     pub fn keys(&self, db: u16, pattern: &[u8]) -> Result<Vec<Vec<u8>>> {
         self.check_db(db)?;
-        if literal_prefix(pattern).len() == pattern.len() {
-            return match self.meta_iter(db, Bound::Included(pattern)).next() {
-                Some(entry) => {
-                    let (key, _) = entry?;
-                    Ok(if key == pattern {
-                        vec![key]
-                    } else {
-                        Vec::new()
-                    })
-                }
-                None => Ok(Vec::new()),
-            };
-        }
+        let prefix = literal_prefix(pattern);
         let all = pattern == b"*";
         let mut out = Vec::new();
-        for entry in self.meta_iter(db, Bound::Unbounded) {
+        for entry in self.meta_iter(db, Bound::Included(prefix)) {
             let (key, _) = entry?;
+            if !key.starts_with(prefix) {
+                break;
+            }
             if all || glob_match(pattern, &key) {
                 out.push(key);
             }
