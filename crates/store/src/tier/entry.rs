@@ -7,8 +7,8 @@ use std::ops::Bound;
 
 use super::data_map::DataMap;
 
-/// Bytes counted per resident key besides its entries' bytes (the slot,
-/// the index entry, the map header).
+/// Bytes counted per resident key besides its entries' bytes (its entry
+/// in its shard's table with the table's spare buckets, the map header).
 pub(crate) const KEY_OVERHEAD: usize = 160;
 /// Bytes counted per data entry besides its key and value bytes (map node
 /// share and two allocations).
@@ -286,13 +286,14 @@ pub(crate) fn collect_range(
     }
 }
 
-/// One shard of the tier: resident keys in a vector (so that eviction can
-/// sample a uniformly random one) with an index of slot numbers by the
-/// key's hash. Each key's bytes are held once, in its slot.
+/// One shard of the tier: its resident keys' entries held in the buckets
+/// of a hash table by the key's hash, so that a lookup reaches the entry
+/// in the bucket its index names (no separate index to go through).
+/// Eviction samples a uniformly random occupied bucket. Each key's bytes
+/// are held once, in its entry.
 #[derive(Default)]
 pub(crate) struct Shard {
-    index: HashTable<u32>,
-    slots: Vec<Entry>,
+    table: HashTable<Entry>,
     /// Bumped by every write of a key of this shard (resident or not). A
     /// reader that missed notes it before reading the LSM store and fills
     /// the tier only if it is unchanged (no write could have raced it).
@@ -311,127 +312,112 @@ pub(crate) fn hash(key: &[u8]) -> u64 {
 /// the step before it asked to load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PrefetchStep {
-    /// The slot that the key's index bucket names.
-    Slot,
-    /// That slot's key-and-meta bytes and data vector.
+    /// The entry in the first bucket that the key's hash names.
+    Bucket,
+    /// That entry's key-and-meta bytes and data vector.
     Head,
     /// The key's entry, found for certain, and its first data entries.
     Data,
 }
 
 impl Shard {
-    fn find(&self, key: &[u8]) -> Option<usize> {
-        self.find_hashed(key, hash(key))
-    }
-
-    fn find_hashed(&self, key: &[u8], h: u64) -> Option<usize> {
-        let slots = &self.slots;
-        self.index
-            .find(h, |&i| slots[i as usize].key() == key)
-            .map(|&i| i as usize)
+    fn find_hashed(&self, key: &[u8], h: u64) -> Option<&Entry> {
+        self.table.find(h, |e| e.key() == key)
     }
 
     /// One step of a prefetch of `key` (hash `h`), a hint: the first two
-    /// steps take the first index candidate of the hash for the key
+    /// steps take the first candidate bucket of the hash for the key
     /// without comparing (a wrong guess only loads a line for nothing),
     /// so that neither waits for the memory it asks for. Run a step for
     /// every key of a batch before the next step, and the batch's misses
     /// overlap instead of each key paying its own one after another.
     pub(crate) fn prefetch(&self, key: &[u8], h: u64, step: PrefetchStep) {
-        let slots = &self.slots;
         match step {
-            PrefetchStep::Slot => {
-                self.index.find(h, |&i| {
-                    if let Some(e) = slots.get(i as usize) {
-                        let p = std::ptr::from_ref(e).cast::<u8>();
-                        crate::prefetch::line(p);
-                        crate::prefetch::line(p.wrapping_add(size_of::<Entry>() - 1));
-                    }
+            PrefetchStep::Bucket => {
+                self.table.find(h, |e| {
+                    let p = std::ptr::from_ref(e).cast::<u8>();
+                    crate::prefetch::line(p);
+                    crate::prefetch::line(p.wrapping_add(size_of::<Entry>() - 1));
                     true
                 });
             }
             PrefetchStep::Head => {
-                self.index.find(h, |&i| {
-                    if let Some(e) = slots.get(i as usize) {
-                        crate::prefetch::bytes(&e.head, 1);
-                        e.data.prefetch_index();
-                    }
+                self.table.find(h, |e| {
+                    crate::prefetch::bytes(&e.head, 1);
+                    e.data.prefetch_index();
                     true
                 });
             }
             PrefetchStep::Data => {
-                if let Some(i) = self.find_hashed(key, h) {
-                    slots[i].prefetch();
+                if let Some(e) = self.find_hashed(key, h) {
+                    e.prefetch();
                 }
             }
         }
     }
 
     pub(crate) fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let i = self.find(key)?;
-        Some(&mut self.slots[i])
+        self.table.find_mut(hash(key), |e| e.key() == key)
     }
 
     /// The entry of `key`, created empty when absent (`created` says so).
     pub(crate) fn get_or_insert(&mut self, key: &[u8]) -> (&mut Entry, bool) {
-        if let Some(i) = self.find(key) {
-            return (&mut self.slots[i], false);
+        match self
+            .table
+            .entry(hash(key), |e| e.key() == key, |e| hash(e.key()))
+        {
+            hashbrown::hash_table::Entry::Occupied(o) => (o.into_mut(), false),
+            hashbrown::hash_table::Entry::Vacant(v) => (v.insert(Entry::new(key)).into_mut(), true),
         }
-        let i = self.slots.len();
-        let slots = &self.slots;
-        self.index
-            .insert_unique(hash(key), i as u32, |&j| hash(slots[j as usize].key()));
-        self.slots.push(Entry::new(key));
-        (&mut self.slots[i], true)
     }
 
-    /// Removes `key`; returns its counted bytes. The slot vector and the
-    /// index give back their room once a quarter of it is in use, so a
-    /// shard that held many keys before the budget shrank does not keep
-    /// their slots.
+    /// Removes `key`; returns its counted bytes. The table gives back its
+    /// room once a quarter of it is in use, so a shard that held many keys
+    /// before the budget shrank does not keep their buckets.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<usize> {
-        let slots = &self.slots;
-        let Ok(found) = self
-            .index
-            .find_entry(hash(key), |&i| slots[i as usize].key() == key)
-        else {
+        let Ok(found) = self.table.find_entry(hash(key), |e| e.key() == key) else {
             return None;
         };
-        let (i, _) = found.remove();
-        let i = i as usize;
-        let last = self.slots.len() - 1;
-        if i != last {
-            let moved = hash(self.slots[last].key());
-            if let Some(j) = self.index.find_mut(moved, |&j| j as usize == last) {
-                *j = i as u32;
-            }
-        }
-        let entry = self.slots.swap_remove(i);
-        if self.slots.capacity() > 64 && self.slots.len() < self.slots.capacity() / 4 {
-            self.slots.shrink_to(self.slots.len() * 2);
-            let slots = &self.slots;
-            self.index
-                .shrink_to(slots.len() * 2, |&j| hash(slots[j as usize].key()));
+        let (entry, _) = found.remove();
+        if self.table.capacity() > 64 && self.table.len() < self.table.capacity() / 4 {
+            self.table
+                .shrink_to(self.table.len() * 2, |e| hash(e.key()));
         }
         Some(entry.bytes)
     }
 
     /// Number of resident keys.
     pub(crate) fn len(&self) -> usize {
-        self.slots.len()
+        self.table.len()
     }
 
-    /// The entry in slot `i` (for sampling).
-    pub(crate) fn slot(&self, i: usize) -> Option<&Entry> {
-        self.slots.get(i)
+    /// A uniformly random resident key's entry drawn with `r` (random
+    /// bits), or `None` when the few buckets tried were empty (the caller
+    /// draws again): each try takes a random bucket, kept only when
+    /// occupied.
+    pub(crate) fn sample(&self, mut r: u64) -> Option<&Entry> {
+        let n = self.table.num_buckets();
+        if self.table.is_empty() || n == 0 {
+            return None;
+        }
+        for _ in 0..8 {
+            if let Some(e) = self.table.get_bucket((r % n as u64) as usize) {
+                return Some(e);
+            }
+            // Next draw: splitmix64's step and finaliser.
+            r = r.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            r = (r ^ (r >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            r = (r ^ (r >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            r ^= r >> 31;
+        }
+        None
     }
 
     /// Drops every resident key and the room they took; returns the
     /// counted bytes dropped.
     pub(crate) fn clear(&mut self) -> usize {
-        let bytes = self.slots.iter().map(|e| e.bytes).sum();
-        self.slots = Vec::new();
-        self.index = HashTable::new();
+        let bytes = self.table.iter().map(|e| e.bytes).sum();
+        self.table = HashTable::new();
         bytes
     }
 }
@@ -441,7 +427,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn remove_keeps_the_index_of_the_moved_slot() {
+    fn remove_keeps_the_other_keys() {
         let mut s = Shard::default();
         for k in [b"a", b"b", b"c"] {
             s.get_or_insert(k);
@@ -460,15 +446,37 @@ mod tests {
         for i in 0..1000u32 {
             s.get_or_insert(&i.to_be_bytes()).0.bytes = i as usize;
         }
-        let big = s.slots.capacity();
+        let big = s.table.capacity();
         for i in 0..990u32 {
             assert_eq!(s.remove(&i.to_be_bytes()), Some(i as usize));
         }
-        assert!(s.slots.capacity() < big / 4);
+        assert!(s.table.capacity() < big / 4);
         for i in 990..1000u32 {
             assert_eq!(s.get_mut(&i.to_be_bytes()).unwrap().bytes, i as usize);
         }
         assert!(s.get_mut(&5u32.to_be_bytes()).is_none());
+    }
+
+    #[test]
+    fn samples_draw_every_resident_key() {
+        let mut s = Shard::default();
+        assert!(s.sample(7).is_none());
+        for i in 0..100u32 {
+            s.get_or_insert(&i.to_be_bytes());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        let mut r = 1u64;
+        for _ in 0..20_000 {
+            r = r.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            if let Some(e) = s.sample(r) {
+                seen.insert(e.key().to_vec());
+            }
+        }
+        assert_eq!(seen.len(), 100);
+        for i in 0..100u32 {
+            s.remove(&i.to_be_bytes());
+        }
+        assert!(s.sample(r).is_none());
     }
 
     #[test]

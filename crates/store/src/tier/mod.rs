@@ -240,7 +240,7 @@ impl Tier {
 
     fn random(&self) -> u64 {
         // splitmix64 over a shared counter: cheap, and good enough to pick
-        // shards and slots.
+        // shards and buckets.
         let mut z = self
             .seed
             .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
@@ -310,7 +310,7 @@ impl Tier {
             if s.len() == 0 {
                 continue;
             }
-            let Some(e) = s.slot((r >> 32) as usize % s.len()) else {
+            let Some(e) = s.sample(r >> 16) else {
                 continue;
             };
             taken += 1;
@@ -974,11 +974,11 @@ impl Kv for TieredKv {
     }
 
     fn prefetch(&self, mks: &[&[u8]]) {
-        // Step by step over all the keys (`PrefetchStep`): a key's slot,
+        // Step by step over all the keys (`PrefetchStep`): a key's entry,
         // then its head, then its data, so that each step's misses
         // overlap across the keys.
         let hashes: Vec<u64> = mks.iter().map(|mk| entry::hash(mk)).collect();
-        for step in [PrefetchStep::Slot, PrefetchStep::Head, PrefetchStep::Data] {
+        for step in [PrefetchStep::Bucket, PrefetchStep::Head, PrefetchStep::Data] {
             for (mk, &h) in mks.iter().zip(&hashes) {
                 self.tier.shard_by_hash(h).lock().prefetch(mk, h, step);
             }
