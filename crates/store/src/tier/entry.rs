@@ -286,11 +286,12 @@ pub(crate) fn collect_range(
     }
 }
 
-/// One shard of the tier: its resident keys' entries held in the buckets
+/// One shard of the tier: its resident keys' entries, held in the buckets
 /// of a hash table by the key's hash, so that a lookup reaches the entry
-/// in the bucket its index names (no separate index to go through).
+/// in the bucket its hash names (no index of positions in between).
 /// Eviction samples a uniformly random occupied bucket. Each key's bytes
-/// are held once, in its entry.
+/// are held once, in its entry. A reference to an entry lasts while the
+/// shard's lock is held and the table does not grow.
 #[derive(Default)]
 pub(crate) struct Shard {
     table: HashTable<Entry>,
