@@ -622,13 +622,13 @@ impl Txn {
         self.inner.kv.get(Space::Data, &dk)
     }
 
-    /// tr-cache hook: true when this `Txn` has no pending data writes.
     /// Entries this `Txn` will write at its commit (meta and data
     /// overlays).
     pub(crate) fn pending_entries(&self) -> usize {
         self.meta.len() + self.data.len()
     }
 
+    /// tr-cache hook: true when this `Txn` has no pending data writes.
     pub(crate) fn data_overlay_is_empty(&self) -> bool {
         self.data.is_empty()
     }

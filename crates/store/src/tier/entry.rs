@@ -392,26 +392,15 @@ impl Shard {
         self.table.len()
     }
 
-    /// A uniformly random resident key's entry drawn with `r` (random
-    /// bits), or `None` when the few buckets tried were empty (the caller
-    /// draws again): each try takes a random bucket, kept only when
-    /// occupied.
-    pub(crate) fn sample(&self, mut r: u64) -> Option<&Entry> {
-        let n = self.table.num_buckets();
-        if self.table.is_empty() || n == 0 {
+    /// The entry in the bucket that `r` (random bits) draws, `None` when
+    /// that bucket is empty: a caller that draws until it gets an entry
+    /// picks each resident key with the same chance.
+    pub(crate) fn sample(&self, r: u64) -> Option<&Entry> {
+        let n = self.table.num_buckets() as u64;
+        if n == 0 {
             return None;
         }
-        for _ in 0..8 {
-            if let Some(e) = self.table.get_bucket((r % n as u64) as usize) {
-                return Some(e);
-            }
-            // Next draw: splitmix64's step and finaliser.
-            r = r.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            r = (r ^ (r >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            r = (r ^ (r >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            r ^= r >> 31;
-        }
-        None
+        self.table.get_bucket((r % n) as usize)
     }
 
     /// Drops every resident key and the room they took; returns the

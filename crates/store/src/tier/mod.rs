@@ -51,13 +51,10 @@ use std::sync::Arc;
 /// Number of shards (a power of two).
 const SHARDS: usize = 256;
 
-/// The shard of a key of hash `h`: bits 48-55, which the shard's index
+/// The shard of a key of hash `h`: bits 48-55, which the shard's table
 /// does not use (its buckets take the low bits, its tags the top seven).
-/// Bits 7-14 had served, and a shard's keys then all shared the bits that
-/// place them among the index's buckets past 128: a quarter of the home
-/// buckets of a 512-bucket index took every key, and lookups probed
-/// further (100 TR.GETBITs per EXEC over 100,000 keys: 850k -> 975k
-/// bits/s with these bits).
+/// Bits the table also used would be the same for every key of a shard,
+/// and its keys would crowd the few buckets those bits allow.
 fn shard_index(h: u64) -> usize {
     (h >> 48) as usize & (SHARDS - 1)
 }
@@ -1126,15 +1123,15 @@ mod tests {
         assert!(st.hits >= 4);
     }
 
-    /// The keys of one shard spread over its index's buckets: the bits that
-    /// pick the shard are not bits that place a key in the index.
+    /// The keys of one shard spread over its table's buckets: the bits that
+    /// pick the shard are not bits that place a key in the table.
     #[test]
-    fn a_shards_keys_spread_over_its_index() {
+    fn a_shards_keys_spread_over_its_table() {
         let mut low = std::collections::BTreeSet::new();
         for i in 0..200_000u32 {
             let h = entry::hash(&keys::meta_key(0, format!("foo-{i}").as_bytes()));
             if shard_index(h) == 0 {
-                // The bucket bits of an index of up to 4,096 buckets.
+                // The bucket bits of a table of up to 4,096 buckets.
                 low.insert(h & 0xFFF);
             }
         }
