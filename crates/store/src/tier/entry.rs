@@ -233,12 +233,18 @@ impl Entry {
     }
 }
 
+/// Cache lines of a found entry's value that [`first_present`] asks for:
+/// half a set page, about what a membership scan reads.
+const FOUND_VALUE_LINES: usize = 8;
+
 /// Entries of one key, full `data` key and value, in scan order.
 pub(crate) type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// The first entry of `data` (a complete key's map) with suffix in the
 /// bounds that is present, ascending (the last when `reverse`):
-/// `(suffix, value)`. A seek: no iterator built.
+/// `(suffix, value)`. A seek: no iterator built. The head of the value
+/// is asked into cache ([`FOUND_VALUE_LINES`]) before the caller reads
+/// the suffix, so that the two loads overlap.
 pub(crate) fn first_present<'a>(
     data: &'a DataMap,
     start: Bound<&[u8]>,
@@ -249,6 +255,7 @@ pub(crate) fn first_present<'a>(
     loop {
         let (k, v) = data.first_in(lo, hi, reverse)?;
         if let Some(v) = v {
+            crate::prefetch::bytes(v, FOUND_VALUE_LINES);
             return Some((k, v));
         }
         if reverse {
