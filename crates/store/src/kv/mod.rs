@@ -350,6 +350,30 @@ pub trait Kv: KvRead {
     fn warm(&self, _mk: &[u8]) -> Result<()> {
         Ok(())
     }
+
+    /// [`Kv::warm`] by one point read, where the key's type knows the one
+    /// entry that would hold all of a version's data: reads `data_key` (an
+    /// entry of version `version` of the key whose `Meta` key is `mk`)
+    /// and, when `whole` says its value is all of that version's data,
+    /// installs it as that version's complete data. A point read skips
+    /// the LSM store's levels by their filters, where the scan of
+    /// [`Kv::warm`] seeks in every level. Returns true when the key is
+    /// resident after it; false, with nothing installed, when the entry is
+    /// absent or not whole, the meta no longer names `version`, or a write
+    /// to the key raced the read (the caller then warms by [`Kv::warm`]).
+    /// False for an engine without a memory tier.
+    ///
+    /// # Errors
+    /// `Io` or `Corrupt` from the read; nothing is installed then.
+    fn warm_by_point(
+        &self,
+        _mk: &[u8],
+        _data_key: &[u8],
+        _version: u64,
+        _whole: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 /// A bound over owned key bytes as a bound over a slice.

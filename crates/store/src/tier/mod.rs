@@ -1000,6 +1000,49 @@ impl Kv for TieredKv {
         self.load_whole(mk, &keys::key_data_prefix(db, user), gen, |_| ())?;
         Ok(())
     }
+
+    fn warm_by_point(
+        &self,
+        mk: &[u8],
+        data_key: &[u8],
+        version: u64,
+        whole: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<bool> {
+        // A data key is the meta key's `db | key` with the key's length
+        // between them, then `version | subkey`.
+        let Some(suffix) = data_key.get(mk.len() + 4..) else {
+            return Ok(false);
+        };
+        let gen = {
+            let mut s = self.tier.shard_of(mk).lock();
+            match s.get_mut(mk) {
+                Some(e) if e.is_warm() => return Ok(true),
+                _ => s.gen,
+            }
+        };
+        let Some(v) = self.inner.get(Space::Data, data_key)? else {
+            return Ok(false);
+        };
+        if !whole(&v) {
+            return Ok(false);
+        }
+        let mut done = false;
+        self.tier.fill(mk, gen, |e| {
+            let named = e
+                .meta()
+                .flatten()
+                .and_then(|m| crate::meta::KeyMeta::decode(m).ok())
+                .is_some_and(|m| m.version == version);
+            if !named || e.complete != Complete::No {
+                return 0;
+            }
+            let bytes = e.set_data(suffix, Some(&v));
+            e.complete = Complete::Version(version);
+            done = true;
+            bytes
+        });
+        Ok(done)
+    }
 }
 
 #[cfg(test)]
@@ -1007,8 +1050,9 @@ mod tests {
     use super::*;
     use crate::kv::mem::MemKv;
 
-    /// A `Kv` that counts the reads reaching it.
-    struct Counting(MemKv, Arc<AtomicU64>);
+    /// A `Kv` that counts the reads reaching it (and, in its third field,
+    /// the scans among them).
+    struct Counting(MemKv, Arc<AtomicU64>, Arc<AtomicU64>);
 
     impl KvRead for Counting {
         fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -1024,6 +1068,7 @@ mod tests {
             reverse: bool,
         ) -> KvIter<'_> {
             self.1.fetch_add(1, Ordering::Relaxed);
+            self.2.fetch_add(1, Ordering::Relaxed);
             self.0.range(space, start, end, reverse)
         }
     }
@@ -1047,11 +1092,18 @@ mod tests {
     }
 
     fn tiered(budget: usize) -> (TieredKv, Arc<AtomicU64>) {
-        let reads = Arc::new(AtomicU64::new(0));
-        let inner = Counting(MemKv::new(None), Arc::clone(&reads));
+        let (kv, reads, _) = tiered_counting_scans(budget);
+        (kv, reads)
+    }
+
+    /// As [`tiered`], with the count of scans apart.
+    fn tiered_counting_scans(budget: usize) -> (TieredKv, Arc<AtomicU64>, Arc<AtomicU64>) {
+        let (reads, scans) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let inner = Counting(MemKv::new(None), Arc::clone(&reads), Arc::clone(&scans));
         (
             TieredKv::new(Box::new(inner), Arc::new(Tier::new(budget))),
             reads,
+            scans,
         )
     }
 
@@ -1265,6 +1317,52 @@ mod tests {
             let mk = keys::meta_key(0, &i.to_be_bytes());
             assert_eq!(kv.get(Space::Meta, &mk).unwrap(), Some(vec![1; 40]));
         }
+    }
+
+    #[test]
+    fn warming_by_one_point_read_makes_the_key_resident_without_a_scan() {
+        let (kv, reads, scans) = tiered_counting_scans(1 << 20);
+        let meta = key_meta(9, crate::meta::Summary::Set { card: 2 });
+        let mk = keys::meta_key(0, b"k");
+        put(&kv, Space::Meta, &mk, &meta.encode());
+        let dk = keys::data_key(0, b"k", 9, b"z");
+        put(&kv, Space::Data, &dk, b"all");
+        let whole = |v: &[u8]| v == b"all";
+        // Not whole, an absent entry, or a version the meta does not name:
+        // nothing is installed.
+        for (key, version, check) in [
+            (&dk, 9, &(|_: &[u8]| false) as &dyn Fn(&[u8]) -> bool),
+            (&keys::data_key(0, b"k", 9, b"y"), 9, &whole),
+            (&keys::data_key(0, b"k", 8, b"z"), 8, &whole),
+        ] {
+            kv.tier().clear();
+            let _ = kv.get(Space::Meta, &mk).unwrap();
+            assert!(!kv.warm_by_point(&mk, key, version, check).unwrap());
+            assert!(!kv.is_resident(&mk));
+        }
+        kv.tier().clear();
+        let _ = kv.get(Space::Meta, &mk).unwrap();
+        let (r0, s0) = (reads.load(Ordering::Relaxed), scans.load(Ordering::Relaxed));
+        assert!(kv.warm_by_point(&mk, &dk, 9, &whole).unwrap());
+        assert!(kv.is_resident(&mk));
+        assert_eq!(reads.load(Ordering::Relaxed), r0 + 1);
+        // The version's data is answered from memory, scans included.
+        assert_eq!(
+            kv.prefix(Space::Data, &keys::data_prefix(0, b"k", 9), false)
+                .map(|e| e.unwrap().1)
+                .collect::<Vec<_>>(),
+            vec![b"all".to_vec()]
+        );
+        assert_eq!(
+            kv.get(Space::Data, &keys::data_key(0, b"k", 9, b"a"))
+                .unwrap(),
+            None
+        );
+        assert_eq!(reads.load(Ordering::Relaxed), r0 + 1);
+        assert_eq!(scans.load(Ordering::Relaxed), s0);
+        // A resident key is not read again.
+        assert!(kv.warm_by_point(&mk, &dk, 9, &whole).unwrap());
+        assert_eq!(reads.load(Ordering::Relaxed), r0 + 1);
     }
 
     #[test]

@@ -39,6 +39,7 @@
 use std::collections::VecDeque;
 
 use crate::error::{Result, StoreError};
+use crate::meta::BitmapSummary;
 
 use super::delta::DELTA_MIN_BYTES;
 
@@ -146,6 +147,25 @@ pub(super) fn containers(key: u16, value: &[u8]) -> Result<Containers> {
     at.into_iter()
         .map(|(b, off)| Ok((b, container_at(value, off)?)))
         .collect()
+}
+
+/// The one entry that would hold all of the data of a bitmap with summary
+/// `s`, and the check that it does: the entry ending at the block of the
+/// largest bit (a version's last entry always does), which holds it all
+/// when it holds as many containers as the summary counts (checked whole,
+/// as [`containers`] reads it). `None` for a key without data or with
+/// delta entries. Lets a cold key be read in by one point read
+/// (`Kv::warm_by_point`).
+#[must_use]
+pub(crate) fn whole_entry(s: &BitmapSummary) -> Option<(u16, impl Fn(&[u8]) -> bool)> {
+    if s.card == 0 || s.deltas != 0 {
+        return None;
+    }
+    let key = (s.max >> 16) as u16;
+    let n = s.containers;
+    Some((key, move |value: &[u8]| {
+        containers(key, value).is_ok_and(|c| c.len() as u64 == n)
+    }))
 }
 
 /// The container of block `hi` in an entry (key block `key`), if it holds

@@ -1133,3 +1133,40 @@ fn getbits_matches_a_model_in_small_and_big_keys() {
     let mut t = st.begin(&[]);
     assert_eq!(t.tr_getbits(0, b"missing", &[1, 2]).unwrap(), None);
 }
+
+/// A cold bitmap is read in by one point read when one entry holds it all,
+/// and by a scan otherwise; either way it is resident and reads as before.
+#[test]
+fn warming_a_cold_bitmap_makes_it_resident() {
+    let s = store();
+    let cases: [(&[u8], Vec<u32>); 4] = [
+        // One array container: a single.
+        (b"one", vec![5, 7, 9]),
+        // Three blocks in one page.
+        (b"page", vec![1, 70_000, 140_000, 140_001]),
+        // A bitset (a single of its own) and a page: two entries.
+        (
+            b"two",
+            (0..5000).map(|i| i * 3).chain([200_000, 300_000]).collect(),
+        ),
+        // The largest bit alone in its block, in a page of its own.
+        (
+            b"tail",
+            (0..2).map(|i| i * 65_536).chain([9_000_000]).collect(),
+        ),
+    ];
+    for (key, bits) in &cases {
+        let mut t = s.begin(&[(0, key)]);
+        t.tr_setbits(0, key, bits).unwrap();
+        t.commit().unwrap();
+    }
+    for (key, bits) in &cases {
+        s.tier().clear();
+        assert!(!s.is_resident(0, key));
+        s.warm(&[(0, key.to_vec())]).unwrap();
+        assert!(s.is_resident(0, key), "{key:?}");
+        let model: BTreeSet<u32> = bits.iter().copied().collect();
+        let mut t = s.begin(&[(0, key)]);
+        check(&mut t, key, &model);
+    }
+}
