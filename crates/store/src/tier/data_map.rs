@@ -635,43 +635,53 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
-    /// The next entry of a walk in progress at the front (an edge bucket
-    /// or a layer), or of the bucket `b` met in the middle, then the back.
-    #[cold]
-    fn next_slow(&mut self, b: Option<&'a Bucket>) -> Option<(&'a [u8], &'a Value)> {
-        if let Some(Bucket::Many(m)) = b {
-            self.front = Some(m.range(Bound::Unbounded, Bound::Unbounded));
+    /// The next entry from the front (from the back when `back`): a
+    /// one-entry bucket of the middle inline, the rest out of line.
+    #[inline(always)]
+    fn step(&mut self, back: bool) -> Option<(&'a [u8], &'a Value)> {
+        let idle = if back {
+            self.back.is_none()
+        } else {
+            self.front.is_none()
+        };
+        if !idle {
+            return self.next_slow(None, back);
         }
-        if let Some(it) = &mut self.front {
-            if let Some(e) = it.next() {
-                return Some(e);
-            }
-            self.front = None;
-            return self.next();
+        let b = if back {
+            self.middle.next_back()
+        } else {
+            self.middle.next()
+        };
+        match b {
+            Some((_, Bucket::One(k, v))) => Some((k, v)),
+            b => self.next_slow(b.map(|(_, b)| b), back),
         }
-        let e = self.back.as_mut()?.next();
-        if e.is_none() {
-            self.back = None;
-        }
-        e
     }
 
-    /// As [`Walk::next_slow`], from the back.
+    /// The next entry of a walk in progress at the near end (`back`: the
+    /// back; an edge bucket or a layer), or of the bucket `b` met in the
+    /// middle, then of the far end.
     #[cold]
-    fn next_back_slow(&mut self, b: Option<&'a Bucket>) -> Option<(&'a [u8], &'a Value)> {
+    fn next_slow(&mut self, b: Option<&'a Bucket>, back: bool) -> Option<(&'a [u8], &'a Value)> {
+        let step = |it: &mut RangeIter<'a>| if back { it.next_back() } else { it.next() };
+        let (near, far) = if back {
+            (&mut self.back, &mut self.front)
+        } else {
+            (&mut self.front, &mut self.back)
+        };
         if let Some(Bucket::Many(m)) = b {
-            self.back = Some(m.range(Bound::Unbounded, Bound::Unbounded));
+            *near = Some(m.range(Bound::Unbounded, Bound::Unbounded));
         }
-        if let Some(it) = &mut self.back {
-            if let Some(e) = it.next_back() {
+        if let Some(it) = near {
+            if let Some(e) = step(it) {
                 return Some(e);
             }
-            self.back = None;
-            return self.next_back();
+            *near = None;
+            return if back { self.next_back() } else { self.next() };
         }
-        let e = self.front.as_mut()?.next_back();
+        let e = step(far.as_mut()?);
         if e.is_none() {
-            self.front = None;
+            *far = None;
         }
         e
     }
@@ -681,25 +691,13 @@ impl<'a> Iterator for Walk<'a> {
     type Item = (&'a [u8], &'a Value);
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.front.is_none() {
-            match self.middle.next() {
-                Some((_, Bucket::One(k, v))) => return Some((k, v)),
-                b => return self.next_slow(b.map(|(_, b)| b)),
-            }
-        }
-        self.next_slow(None)
+        self.step(false)
     }
 }
 
 impl DoubleEndedIterator for Walk<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        if self.back.is_none() {
-            match self.middle.next_back() {
-                Some((_, Bucket::One(k, v))) => return Some((k, v)),
-                b => return self.next_back_slow(b.map(|(_, b)| b)),
-            }
-        }
-        self.next_back_slow(None)
+        self.step(true)
     }
 }
 
