@@ -672,7 +672,8 @@ impl Store {
         self.inner.kv.prefetch(&mks);
     }
 
-    /// Reads each key of `names` into the memory tier (`Kv::warm`). The
+    /// Reads each key of `names` into the memory tier (`Kv::warm`; a bitmap by
+    /// one point read where one entry holds it all, `page::whole_entry`). The
     /// server calls it off its connection workers for a request whose keys
     /// are not resident, then runs the request, so a read from disk holds
     /// up only that client. Takes no key lock: what it loads is the LSM
@@ -684,32 +685,12 @@ impl Store {
     /// again, or not, on its own read).
     pub fn warm(&self, names: &[(u16, Vec<u8>)]) -> Result<()> {
         for (db, key) in names {
-            let mk = keys::KeyBuf::meta(*db, key);
-            if !self.warm_by_point(*db, key, &mk)? {
-                self.inner.kv.warm(&mk)?;
-            }
+            self.inner.kv.warm(
+                &keys::KeyBuf::meta(*db, key),
+                &crate::types::bitmap::page::whole_entry,
+            )?;
         }
         Ok(())
-    }
-
-    /// Warms a bitmap whose data the summary says one entry may hold by
-    /// a point read of that entry (`Kv::warm_by_point`; a scan of the key's
-    /// data seeks in every level of the LSM store, ~14 KB read from disk
-    /// per cold key of 100-200 bits). Returns false when it did not
-    /// (another type, or the entry does not hold it all).
-    fn warm_by_point(&self, db: u16, key: &[u8], mk: &[u8]) -> Result<bool> {
-        let Some(m) = self.inner.kv.get(Space::Meta, mk)? else {
-            return Ok(false);
-        };
-        let m = KeyMeta::decode(&m)?;
-        let crate::meta::Summary::Bitmap(s) = &m.summary else {
-            return Ok(false);
-        };
-        let Some((block, whole)) = crate::types::bitmap::page::whole_entry(s) else {
-            return Ok(false);
-        };
-        let dk = keys::data_key(db, key, m.version, &block.to_be_bytes());
-        self.inner.kv.warm_by_point(mk, &dk, m.version, &whole)
     }
 
     /// The memory tier: budget, policy and counters (`crate::tier`).

@@ -342,39 +342,33 @@ pub trait Kv: KvRead {
     /// Reads the key whose `Meta` key is `mk` into process memory, as far
     /// as [`Kv::is_resident`] asks, so that a command run next is served
     /// without an LSM read (the key may be evicted again before that: then
-    /// the command reads the LSM store itself). A no-op for an engine
-    /// without a memory tier.
+    /// the command reads the LSM store itself). A key with data is read by
+    /// one point read where `whole` (given the key's meta value) names the
+    /// entry that may hold all of it and that entry does ([`WholeEntry`]: a
+    /// point read skips the LSM store's levels by their filters, where a
+    /// scan of the key's data seeks in every level), else by a scan. A
+    /// no-op for an engine without a memory tier.
     ///
     /// # Errors
     /// `Io` or `Corrupt` from the read; nothing is installed then.
-    fn warm(&self, _mk: &[u8]) -> Result<()> {
+    fn warm(&self, _mk: &[u8], _whole: &dyn Fn(&[u8]) -> Option<WholeEntry>) -> Result<()> {
         Ok(())
     }
-
-    /// [`Kv::warm`] by one point read, where the key's type knows the one
-    /// entry that would hold all of a version's data: reads `data_key` (an
-    /// entry of version `version` of the key whose `Meta` key is `mk`)
-    /// and, when `whole` says its value is all of that version's data,
-    /// installs it as that version's complete data. A point read skips
-    /// the LSM store's levels by their filters, where the scan of
-    /// [`Kv::warm`] seeks in every level. Returns true when the key is
-    /// resident after it; false, with nothing installed, when the entry is
-    /// absent or not whole, the meta no longer names `version`, or a write
-    /// to the key raced the read (the caller then warms by [`Kv::warm`]).
-    /// False for an engine without a memory tier.
-    ///
-    /// # Errors
-    /// `Io` or `Corrupt` from the read; nothing is installed then.
-    fn warm_by_point(
-        &self,
-        _mk: &[u8],
-        _data_key: &[u8],
-        _version: u64,
-        _whole: &dyn Fn(&[u8]) -> bool,
-    ) -> Result<bool> {
-        Ok(false)
-    }
 }
+
+/// The one `data` entry that may hold all of a key version's data
+/// ([`Kv::warm`]), as the key's type tells from its meta.
+pub struct WholeEntry {
+    /// The key version.
+    pub version: u64,
+    /// The entry's subkey.
+    pub subkey: Vec<u8>,
+    /// True when the entry's value is all of that version's data.
+    pub holds_all: ValueCheck,
+}
+
+/// A check of a `data` entry's value ([`WholeEntry::holds_all`]).
+pub type ValueCheck = Box<dyn Fn(&[u8]) -> bool>;
 
 /// A bound over owned key bytes as a bound over a slice.
 #[must_use]

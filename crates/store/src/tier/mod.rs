@@ -39,7 +39,8 @@ pub(crate) mod entry;
 use crate::error::Result;
 use crate::keys;
 use crate::kv::{
-    bound_slice, prefix_end, Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WriteBatch,
+    bound_slice, prefix_end, Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WholeEntry,
+    WriteBatch,
 };
 use data_map::DataMap;
 use entry::{suffix_version, Complete, Entry, PrefetchStep, Shard};
@@ -982,7 +983,7 @@ impl Kv for TieredKv {
         }
     }
 
-    fn warm(&self, mk: &[u8]) -> Result<()> {
+    fn warm(&self, mk: &[u8], whole: &dyn Fn(&[u8]) -> Option<WholeEntry>) -> Result<()> {
         let Some(meta) = self.get_meta(mk)? else {
             return Ok(());
         };
@@ -997,11 +998,29 @@ impl Kv for TieredKv {
             }
         };
         let (db, user) = keys::split_meta_key(mk)?;
+        if let Some(w) = whole(&meta) {
+            let dk = keys::data_key(db, user, w.version, &w.subkey);
+            if self.warm_by_point(mk, &dk, w.version, &*w.holds_all)? {
+                return Ok(());
+            }
+        }
         self.load_whole(mk, &keys::key_data_prefix(db, user), gen, |_| ())?;
         Ok(())
     }
+}
 
-    fn warm_by_point(
+impl TieredKv {
+    /// The point read of [`Kv::warm`]: reads `data_key` (an entry of
+    /// version `version` of the key whose `Meta` key is `mk`) and, when
+    /// `whole` says its value is all of that version's data, installs it
+    /// as that version's complete data. Returns true when the key is
+    /// resident after it; false, with nothing installed, when the entry
+    /// is absent or not whole, the meta no longer names `version`, or a
+    /// write to the key raced the read.
+    ///
+    /// # Errors
+    /// `Io` or `Corrupt` from the read; nothing is installed then.
+    pub(crate) fn warm_by_point(
         &self,
         mk: &[u8],
         data_key: &[u8],
@@ -1386,7 +1405,7 @@ mod tests {
         let _ = kv.get(Space::Meta, &mk).unwrap();
         assert!(!kv.is_resident(&mk));
         for k in [&mk, &sk, &absent] {
-            kv.warm(k).unwrap();
+            kv.warm(k, &|_| None).unwrap();
             assert!(kv.is_resident(k));
         }
         let before = reads.load(Ordering::Relaxed);
@@ -1401,7 +1420,7 @@ mod tests {
         );
         assert_eq!(reads.load(Ordering::Relaxed), before);
         // Warming what is resident reads nothing.
-        kv.warm(&mk).unwrap();
+        kv.warm(&mk, &|_| None).unwrap();
         assert_eq!(reads.load(Ordering::Relaxed), before);
     }
 

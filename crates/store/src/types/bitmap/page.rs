@@ -39,7 +39,8 @@
 use std::collections::VecDeque;
 
 use crate::error::{Result, StoreError};
-use crate::meta::BitmapSummary;
+use crate::kv::WholeEntry;
+use crate::meta::{KeyMeta, Summary};
 
 use super::delta::DELTA_MIN_BYTES;
 
@@ -149,23 +150,31 @@ pub(super) fn containers(key: u16, value: &[u8]) -> Result<Containers> {
         .collect()
 }
 
-/// The one entry that would hold all of the data of a bitmap with summary
-/// `s`, and the check that it does: the entry ending at the block of the
-/// largest bit (a version's last entry always does), which holds it all
-/// when it holds as many containers as the summary counts (checked whole,
-/// as [`containers`] reads it). `None` for a key without data or with
-/// delta entries. Lets a cold key be read in by one point read
-/// (`Kv::warm_by_point`).
+/// The one entry that may hold all of the data of the key with meta value
+/// `meta`, for a bitmap (`Kv::warm` reads it by one point read): the
+/// entry ending at the block of the largest bit (a version's last entry
+/// always does), which holds it all when it holds as many containers as
+/// the summary counts (checked whole, as [`containers`] reads it). `None`
+/// for another type, a bitmap without data or with delta entries, or a
+/// meta that does not decode (the scan then meets it).
 #[must_use]
-pub(crate) fn whole_entry(s: &BitmapSummary) -> Option<(u16, impl Fn(&[u8]) -> bool)> {
+pub(crate) fn whole_entry(meta: &[u8]) -> Option<WholeEntry> {
+    let m = KeyMeta::decode(meta).ok()?;
+    let Summary::Bitmap(s) = m.summary else {
+        return None;
+    };
     if s.card == 0 || s.deltas != 0 {
         return None;
     }
     let key = (s.max >> 16) as u16;
     let n = s.containers;
-    Some((key, move |value: &[u8]| {
-        containers(key, value).is_ok_and(|c| c.len() as u64 == n)
-    }))
+    Some(WholeEntry {
+        version: m.version,
+        subkey: key.to_be_bytes().to_vec(),
+        holds_all: Box::new(move |value: &[u8]| {
+            containers(key, value).is_ok_and(|c| c.len() as u64 == n)
+        }),
+    })
 }
 
 /// The container of block `hi` in an entry (key block `key`), if it holds
