@@ -4,6 +4,7 @@
 
 use crate::error::{Result, StoreError};
 use crate::keys::{self, INTERNAL_DB};
+use crate::kv::behind::WriteBehind;
 use crate::kv::lsm::LsmKv;
 use crate::kv::mem::MemKv;
 use crate::kv::{DataGc, Durability, Kv, KvStats, Space, WriteBatch};
@@ -320,12 +321,13 @@ impl Store {
             versions: Arc::clone(&versions),
         });
         let lsm: Box<dyn Kv> = match &config.dir {
-            Some(dir) => Box::new(LsmKv::open(
+            // The engine's writes off the committing thread (`kv::behind`).
+            Some(dir) => Box::new(WriteBehind::new(Box::new(LsmKv::open(
                 dir,
                 config.cache_bytes,
                 config.memtable_bytes,
                 Some(gc),
-            )?),
+            )?))?),
             None => Box::new(MemKv::new(Some(gc))),
         };
         let tier = Arc::new(Tier::new(

@@ -332,13 +332,21 @@ impl Txn {
     }
 
     /// Writes the commit batch (through the memory tier, which takes the
-    /// new state of the keys it holds once the LSM store has it).
+    /// new state of the keys it holds once the engine took the batch).
     fn write_or_forget(
         &mut self,
         batch: WriteBatch,
         durability: crate::kv::Durability,
     ) -> Result<()> {
-        self.inner.kv.write(batch, durability)
+        self.inner.kv.write(batch, durability)?;
+        if self.spilled {
+            // The entries spilled ahead are in the engine, under a version
+            // that only this batch's meta names; the data GC keeps them
+            // while the version is in flight, which ends when this `Txn`
+            // does: so the engine must hold the meta by then.
+            self.inner.kv.settle()?;
+        }
+        Ok(())
     }
 
     // ----- meta ---------------------------------------------------------

@@ -1,8 +1,9 @@
 //! One conformance suite for the `Kv` trait and the `Store` on top of it,
 //! run against both backends: `MemKv` (in memory) and `LsmKv` (fjall in a
-//! temporary directory).
+//! temporary directory), and `LsmKv` behind the write queue (`WriteBehind`).
 
 use roaringd_store::keys;
+use roaringd_store::kv::behind::WriteBehind;
 use roaringd_store::kv::lsm::LsmKv;
 use roaringd_store::kv::mem::MemKv;
 use roaringd_store::kv::{Durability, Kv, Space, WriteBatch};
@@ -12,9 +13,16 @@ use std::ops::Bound;
 fn backends() -> Vec<(&'static str, Box<dyn Kv>, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
     let lsm = LsmKv::open(dir.path(), 8 << 20, 8 << 20, None).unwrap();
+    let queued_dir = tempfile::tempdir().unwrap();
+    let queued = LsmKv::open(queued_dir.path(), 8 << 20, 8 << 20, None).unwrap();
     vec![
         ("mem", Box::new(MemKv::new(None)), None),
         ("lsm", Box::new(lsm), Some(dir)),
+        (
+            "lsm behind a queue",
+            Box::new(WriteBehind::new(Box::new(queued)).unwrap()),
+            Some(queued_dir),
+        ),
     ]
 }
 

@@ -280,10 +280,10 @@ impl KvRead for LsmSnapshot {
 
 impl Kv for LsmKv {
     fn write(&self, batch: WriteBatch, durability: Durability) -> Result<()> {
-        self.write_ref(&batch, durability)
+        self.write_shared(&Arc::new(batch), durability)
     }
 
-    fn write_ref(&self, batch: &WriteBatch, durability: Durability) -> Result<()> {
+    fn write_shared(&self, batch: &Arc<WriteBatch>, durability: Durability) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }

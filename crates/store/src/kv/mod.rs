@@ -4,11 +4,13 @@
 //! and a forced compaction. [`lsm`] implements it on fjall, [`mem`]
 //! on `BTreeMap`s; `tests/kv_conformance.rs` runs against both.
 
+pub mod behind;
 pub mod lsm;
 pub mod mem;
 
 use crate::error::Result;
 use std::ops::Bound;
+use std::sync::Arc;
 
 /// Longest entry key any backend accepts (fjall's limit). `get` of a longer
 /// key finds nothing; `write` of one fails with `KeyTooLong`; range bounds
@@ -272,13 +274,25 @@ pub trait Kv: KvRead {
     /// `Io` when the write (or the sync) fails; nothing is applied then.
     fn write(&self, batch: WriteBatch, durability: Durability) -> Result<()>;
 
-    /// As [`Kv::write`], leaving the batch to the caller (the memory tier
-    /// applies it to its resident keys after the engine took it).
+    /// As [`Kv::write`], sharing the batch with the caller (the memory tier
+    /// applies it to its resident keys after the engine took it, while an
+    /// engine that queues it keeps it).
     ///
     /// # Errors
     /// As [`Kv::write`].
-    fn write_ref(&self, batch: &WriteBatch, durability: Durability) -> Result<()> {
-        self.write(batch.clone(), durability)
+    fn write_shared(&self, batch: &Arc<WriteBatch>, durability: Durability) -> Result<()> {
+        self.write((**batch).clone(), durability)
+    }
+
+    /// Returns once the engine's own store holds every batch written so
+    /// far, so that what reads it directly (its compactions' data GC) sees
+    /// them. A no-op for an engine that applies a batch before
+    /// [`Kv::write`] returns (see `behind.rs`).
+    ///
+    /// # Errors
+    /// `Io` when an engine that queued a batch failed to write it.
+    fn settle(&self) -> Result<()> {
+        Ok(())
     }
 
     /// A consistent read-only view as of now. Later writes are invisible to

@@ -17,10 +17,12 @@
 //!   negative, and its scans go to the LSM store). Scans of the `meta`
 //!   space (KEYS, SCAN) and of the `expiry` space always read the LSM
 //!   store, which holds everything.
-//! - **Writes** are write-through: a batch goes to the LSM store first
-//!   (its journal is the one log; durability as the batch asks), then
+//! - **Writes** are write-through: a batch goes to the engine below first
+//!   (the LSM store's journal is the one log; durability as the batch
+//!   asks; a `Lazy` batch may wait in the engine's queue, `kv::behind`,
+//!   whose reads wait for the queued writes of the key they read), then
 //!   updates the keys it names that are resident; a meta write of a key
-//!   not resident makes it resident (its meta). So the LSM store always
+//!   not resident makes it resident (its meta). So the engine always
 //!   holds every key, and **eviction** only drops memory: it never writes
 //!   and never loses data.
 //! - **Budget.** Counted bytes (entries plus a fixed overhead per key and
@@ -906,10 +908,10 @@ impl KvRead for TieredKv {
 
 impl Kv for TieredKv {
     fn write(&self, batch: WriteBatch, durability: Durability) -> Result<()> {
-        self.write_ref(&batch, durability)
+        self.write_shared(&Arc::new(batch), durability)
     }
 
-    fn write_ref(&self, batch: &WriteBatch, durability: Durability) -> Result<()> {
+    fn write_shared(&self, batch: &Arc<WriteBatch>, durability: Durability) -> Result<()> {
         batch.check_keys()?;
         let ops = batch.ops();
         let bytes: usize = ops
@@ -922,13 +924,19 @@ impl Kv for TieredKv {
                     }
             })
             .sum();
-        self.inner.write_ref(batch, durability)?;
+        // The engine first (it orders the batch for every later read of
+        // the keys it names, `kv::behind`), then the resident keys.
+        self.inner.write_shared(batch, durability)?;
         self.tier
             .written_bytes
             .fetch_add(bytes as u64, Ordering::Relaxed);
         self.apply(batch);
         self.tier.evict_to_budget();
         Ok(())
+    }
+
+    fn settle(&self) -> Result<()> {
+        self.inner.settle()
     }
 
     fn snapshot(&self) -> Box<dyn KvRead> {
