@@ -166,7 +166,7 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
                 t.evictions,
                 t.evicted_bytes,
                 t.written_bytes,
-                kv.memtable_bytes + kv.cache_bytes,
+                kv.memtable_bytes + kv.cache_bytes + kv.queued_bytes,
                 split.lsm(),
             );
         }
@@ -245,18 +245,20 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
         }
         "storage" => {
             // The LSM store (fjall): table files and journals on disk, the
-            // memtables (active and sealed) and the block cache in memory.
+            // memtables (active and sealed), the block cache and the
+            // batches queued for its writer thread in memory.
             let kv = server.store.stats().kv;
             let _ = write!(
                 o,
-                "# Storage\r\nlsm_disk_bytes:{}\r\nlsm_journal_bytes:{}\r\nlsm_memtable_bytes:{}\r\nlsm_block_cache_bytes:{}\r\nlsm_block_cache_capacity:{}\r\nlsm_tables:{}\r\nlsm_compactions_completed:{}\r\n",
+                "# Storage\r\nlsm_disk_bytes:{}\r\nlsm_journal_bytes:{}\r\nlsm_memtable_bytes:{}\r\nlsm_block_cache_bytes:{}\r\nlsm_block_cache_capacity:{}\r\nlsm_tables:{}\r\nlsm_compactions_completed:{}\r\nlsm_write_queue_bytes:{}\r\n",
                 kv.disk_bytes,
                 kv.journal_bytes,
                 kv.memtable_bytes,
                 kv.cache_bytes,
                 kv.cache_capacity,
                 kv.table_count,
-                kv.compactions_completed
+                kv.compactions_completed,
+                kv.queued_bytes
             );
         }
         "commandstats" => {

@@ -42,6 +42,7 @@ fn info_storage_reports_the_lsm_store() {
         "lsm_block_cache_bytes",
         "lsm_tables",
         "lsm_compactions_completed",
+        "lsm_write_queue_bytes",
     ] {
         field(&st, name);
     }

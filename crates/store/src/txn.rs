@@ -297,8 +297,15 @@ impl Txn {
                     batch.put(Space::Meta, counts_key(db), encode_counts(*c));
                 }
             }
-            self.write_or_forget(batch, durability)?;
+            // The counts entry orders these commits: the write under the
+            // lock, its sync (if asked) after it, so that the commits of
+            // new keys share one (`kv::behind`'s group commit).
+            self.write_or_forget(batch, crate::kv::Durability::Lazy)?;
             *counts = next;
+            drop(counts);
+            if durability != crate::kv::Durability::Lazy {
+                self.inner.kv.persist()?;
+            }
         }
         bm.finish(&self.inner);
         if min_added_expiry != u64::MAX {

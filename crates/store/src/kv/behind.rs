@@ -24,7 +24,11 @@
 //!   which takes a batch only after it is queued here, may evict a key
 //!   whose write is still queued: a miss on it waits for that write.
 //! - **Durability.** `Lazy` returns once queued; `Buffer` and `Sync` wait
-//!   until the engine wrote (and synced) the batch. [`Kv::flush_buffers`],
+//!   until the engine wrote (and synced) the batch; [`Kv::persist`] and
+//!   [`Kv::flush_buffers`] queue an empty batch that asks for it, so a
+//!   commit may queue `Lazy` under a lock and sync after releasing it. The writer takes what
+//!   is queued as a group and writes and syncs it at once (group commit),
+//!   every millisecond or when someone waits for it. [`Kv::flush_buffers`],
 //!   [`Kv::persist`], [`Kv::snapshot`] and [`Kv::compact`] first wait for
 //!   every batch queued before them. A crash loses the queued batches with
 //!   the journal buffer: `everysec` still loses at most about a second of
@@ -46,6 +50,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 /// Per-key slots (a power of two): the sequence number of the last queued
 /// batch that writes a key whose hash picks the slot.
@@ -53,6 +58,12 @@ pub const SLOTS: usize = 4096;
 
 /// Bytes of queued batches (keys and values) past which a write waits.
 pub const QUEUE_BYTES: usize = 8 << 20;
+
+/// Bytes of queued batches past which a write wakes the napping writer.
+const WAKE_BYTES: usize = 1 << 20;
+
+/// How long the writer naps between groups ([`Shared::run`]).
+const NAP: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// The write-behind engine. See the module docs.
 pub struct WriteBehind {
@@ -83,10 +94,15 @@ struct Queue {
     bytes: usize,
     /// The engine's first refusal: every later write fails with it.
     failed: Option<String>,
-    /// The sequence number of the refused batch.
+    /// The sequence number of the first batch of the refused group.
     failed_at: u64,
-    /// The writer sleeps on `work`.
+    /// The writer sleeps on `work` until notified (it found the queue
+    /// empty after a nap); while it naps or writes, a `Lazy` batch is
+    /// queued without a wake-up.
     idle: bool,
+    /// Someone waits for the writer (a `Buffer` or `Sync` write, a read,
+    /// a drain): it must not nap.
+    urgent: bool,
     stop: bool,
 }
 
@@ -218,7 +234,10 @@ impl WriteBehind {
         sh.queued.store(seq, Ordering::Release);
         q.bytes += bytes;
         q.batches.push_back((seq, batch, durability));
-        if q.idle {
+        if durability != Durability::Lazy || q.bytes >= WAKE_BYTES {
+            q.urgent = true;
+        }
+        if q.idle || q.urgent {
             q.idle = false;
             sh.work.notify_one();
         }
@@ -246,16 +265,37 @@ impl WriteBehind {
         self.shared.wait_applied(target);
     }
 
+    /// Waits until the engine took the batch `seq`; its refusal, or that
+    /// of one before it, if any.
+    fn wait_written(&self, seq: u64) -> Result<()> {
+        self.shared.wait_applied(seq);
+        let q = self.shared.queue.lock();
+        match &q.failed {
+            Some(e) if q.failed_at <= seq => Err(failed(e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Queues an empty batch of `durability` and waits for it: every
+    /// batch before it is then written, and durable so.
+    fn write_marker(&self, durability: Durability) -> Result<()> {
+        let seq = self.push(Arc::new(WriteBatch::new()), durability)?;
+        self.wait_written(seq)
+    }
+
     /// Waits until the engine took every batch queued so far; the
     /// engine's refusal of one of them, if any.
     fn drain(&self) -> Result<()> {
-        let target = self.shared.queued.load(Ordering::Acquire);
-        self.shared.wait_applied(target);
-        let q = self.shared.queue.lock();
-        match &q.failed {
-            Some(e) if q.failed_at <= target => Err(failed(e)),
-            _ => Ok(()),
-        }
+        self.wait_written(self.shared.queued.load(Ordering::Acquire))
+    }
+}
+
+/// The order of durabilities: a stronger one implies the weaker.
+fn strength(d: Durability) -> u8 {
+    match d {
+        Durability::Lazy => 0,
+        Durability::Buffer => 1,
+        Durability::Sync => 2,
     }
 }
 
@@ -266,28 +306,60 @@ fn failed(e: &str) -> StoreError {
 impl Shared {
     /// The writer thread: hands queued batches to `inner` in order until
     /// stopped with an empty queue.
+    ///
+    /// It takes what is queued as one group, written by one
+    /// [`Kv::write_group`] (for the LSM store, one journal record and one
+    /// sequence number: a group commit), with the strongest durability
+    /// any of them asked for, so one sync serves every `appendfsync
+    /// always` commit that queued meanwhile. `applied` moves past the
+    /// group once that write returned. Between groups it naps for [`NAP`]
+    /// unless someone waits for it, so that a stream of `Lazy` commits
+    /// costs their threads no wake-up each and the engine one write per
+    /// nap; an empty queue after a nap puts it to sleep until the next
+    /// batch.
     fn run(&self, inner: &dyn Kv) {
+        // The end of the nap after the last group, if any.
+        let mut nap_until: Option<Instant> = None;
         loop {
-            let (seq, batch, durability) = {
+            let group: Vec<(u64, Arc<WriteBatch>, Durability)> = {
                 let mut q = self.queue.lock();
                 loop {
-                    if let Some(b) = q.batches.pop_front() {
-                        break b;
+                    let nap_over = nap_until.is_none_or(|t| Instant::now() >= t);
+                    if !q.batches.is_empty() && (nap_over || q.urgent || q.stop) {
+                        q.urgent = false;
+                        break q.batches.drain(..).collect();
                     }
                     if q.stop {
                         return;
                     }
-                    q.idle = true;
-                    self.work.wait(&mut q);
+                    match nap_until {
+                        Some(t) if !nap_over => {
+                            self.work.wait_until(&mut q, t);
+                        }
+                        _ => {
+                            // Nothing came during the nap: sleep until a
+                            // batch does.
+                            nap_until = None;
+                            q.idle = true;
+                            self.work.wait(&mut q);
+                        }
+                    }
                 }
             };
+            let strongest = group
+                .iter()
+                .map(|g| g.2)
+                .max_by_key(|d| strength(*d))
+                .unwrap_or(Durability::Lazy);
             let refused = if self.queue.lock().failed.is_some() {
                 // Past a refusal nothing more is written (the batches after
                 // it were acknowledged as a crash's would be: lost).
                 None
             } else {
+                let batches: Vec<Arc<WriteBatch>> =
+                    group.iter().map(|g| Arc::clone(&g.1)).collect();
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    inner.write_shared(&batch, durability)
+                    inner.write_group(&batches, strongest)
                 }));
                 match r {
                     Ok(Ok(())) => None,
@@ -295,22 +367,23 @@ impl Shared {
                     Err(_) => Some("the engine panicked".to_string()),
                 }
             };
-            let bytes = batch_bytes(&batch);
-            drop(batch);
-            {
-                let mut q = self.queue.lock();
-                q.bytes -= bytes;
-                if let Some(e) = refused {
-                    if q.failed.is_none() {
-                        q.failed = Some(e);
-                        q.failed_at = seq;
-                    }
-                }
-                self.applied.store(seq, Ordering::SeqCst);
-                if self.waiting.load(Ordering::SeqCst) > 0 {
-                    self.done.notify_all();
+            let bytes: usize = group.iter().map(|g| batch_bytes(&g.1)).sum();
+            let (first, last) = (group[0].0, group[group.len() - 1].0);
+            drop(group);
+            let mut q = self.queue.lock();
+            q.bytes -= bytes;
+            if let Some(e) = refused {
+                if q.failed.is_none() {
+                    q.failed = Some(e);
+                    q.failed_at = first;
                 }
             }
+            self.applied.store(last, Ordering::SeqCst);
+            if self.waiting.load(Ordering::SeqCst) > 0 {
+                self.done.notify_all();
+            }
+            drop(q);
+            nap_until = Some(Instant::now() + NAP);
         }
     }
 
@@ -320,6 +393,11 @@ impl Shared {
             return;
         }
         let mut q = self.queue.lock();
+        if !q.urgent {
+            q.urgent = true;
+            q.idle = false;
+            self.work.notify_one();
+        }
         self.waiting.fetch_add(1, Ordering::SeqCst);
         while self.applied.load(Ordering::SeqCst) < target {
             self.done.wait(&mut q);
@@ -392,12 +470,7 @@ impl Kv for WriteBehind {
         if durability == Durability::Lazy {
             return Ok(());
         }
-        self.shared.wait_applied(seq);
-        let q = self.shared.queue.lock();
-        match &q.failed {
-            Some(e) if q.failed_at <= seq => Err(failed(e)),
-            _ => Ok(()),
-        }
+        self.wait_written(seq)
     }
 
     fn settle(&self) -> Result<()> {
@@ -410,13 +483,13 @@ impl Kv for WriteBehind {
     }
 
     fn persist(&self) -> Result<()> {
-        self.drain()?;
-        self.inner.persist()
+        // An empty batch that asks for a sync: it joins the group of the
+        // commits queued before it, and their sync serves all of them.
+        self.write_marker(Durability::Sync)
     }
 
     fn flush_buffers(&self) -> Result<()> {
-        self.drain()?;
-        self.inner.flush_buffers()
+        self.write_marker(Durability::Buffer)
     }
 
     fn release_when_idle(&self) -> Result<()> {
@@ -429,7 +502,10 @@ impl Kv for WriteBehind {
     }
 
     fn stats(&self) -> KvStats {
-        self.inner.stats()
+        KvStats {
+            queued_bytes: self.shared.queue.lock().bytes as u64,
+            ..self.inner.stats()
+        }
     }
 }
 
@@ -444,6 +520,8 @@ mod tests {
         kv: MemKv,
         gate: Arc<(parking_lot::Mutex<bool>, Condvar)>,
         refuse: Arc<std::sync::atomic::AtomicBool>,
+        /// The durability of each write taken.
+        taken: Arc<parking_lot::Mutex<Vec<Durability>>>,
     }
 
     impl KvRead for Gated {
@@ -471,6 +549,7 @@ mod tests {
             if self.refuse.load(Ordering::SeqCst) {
                 return Err(StoreError::Io("disk full".into()));
             }
+            self.taken.lock().push(durability);
             self.kv.write(batch, durability)
         }
         fn snapshot(&self) -> Box<dyn KvRead> {
@@ -491,19 +570,27 @@ mod tests {
         wb: WriteBehind,
         gate: Arc<(parking_lot::Mutex<bool>, Condvar)>,
         refuse: Arc<std::sync::atomic::AtomicBool>,
+        taken: Arc<parking_lot::Mutex<Vec<Durability>>>,
     }
 
     impl Rig {
         fn new() -> Rig {
             let gate = Arc::new((parking_lot::Mutex::new(true), Condvar::new()));
             let refuse = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let taken = Arc::new(parking_lot::Mutex::new(Vec::new()));
             let wb = WriteBehind::new(Box::new(Gated {
                 kv: MemKv::new(None),
                 gate: Arc::clone(&gate),
                 refuse: Arc::clone(&refuse),
+                taken: Arc::clone(&taken),
             }))
             .unwrap();
-            Rig { wb, gate, refuse }
+            Rig {
+                wb,
+                gate,
+                refuse,
+                taken,
+            }
         }
 
         fn set_gate(&self, open: bool) {
@@ -622,6 +709,35 @@ mod tests {
             .unwrap();
         // Read past the queue: the engine itself holds it.
         assert_eq!(kv.get(Space::Meta, &k).unwrap(), Some(b"v".to_vec()));
+    }
+
+    #[test]
+    fn batches_queued_together_are_synced_once_by_the_last() {
+        let rig = Rig::new();
+        rig.set_gate(false);
+        let k = meta_key(0, b"k");
+        // The writer takes this one and waits at the gate.
+        rig.wb
+            .write(put(Space::Meta, &k, b"1"), Durability::Lazy)
+            .unwrap();
+        std::thread::scope(|s| {
+            let synced = s.spawn(|| rig.wb.write(put(Space::Meta, &k, b"2"), Durability::Sync));
+            while rig.wb.shared.queued.load(Ordering::SeqCst) < 2 {
+                std::thread::yield_now();
+            }
+            rig.wb
+                .write(put(Space::Meta, &k, b"3"), Durability::Lazy)
+                .unwrap();
+            rig.set_gate(true);
+            synced.join().unwrap().unwrap();
+        });
+        rig.wb.settle().unwrap();
+        // 2 and 3 went as one group: 2 unsynced, 3 carrying 2's sync.
+        assert_eq!(
+            *rig.taken.lock(),
+            [Durability::Lazy, Durability::Lazy, Durability::Sync]
+        );
+        assert_eq!(rig.wb.get(Space::Meta, &k).unwrap(), Some(b"3".to_vec()));
     }
 
     #[test]

@@ -284,19 +284,33 @@ impl Kv for LsmKv {
     }
 
     fn write_shared(&self, batch: &Arc<WriteBatch>, durability: Durability) -> Result<()> {
-        if batch.is_empty() {
-            return Ok(());
+        self.write_group(std::slice::from_ref(batch), durability)
+    }
+
+    fn write_group(&self, batches: &[Arc<WriteBatch>], durability: Durability) -> Result<()> {
+        let len: usize = batches.iter().map(|b| b.len()).sum();
+        if len == 0 {
+            // Nothing to write, only durability to give (`behind.rs`
+            // queues empty batches for `persist` and `flush_buffers`).
+            return match durability {
+                Durability::Lazy => Ok(()),
+                Durability::Buffer => self.flush_buffers(),
+                Durability::Sync => self.persist(),
+            };
         }
-        batch.check_keys()?;
+        for b in batches {
+            b.check_keys()?;
+        }
         let mode = match durability {
             // Left in the journal's user-space buffer (`flush_buffers`).
             Durability::Lazy => None,
             Durability::Buffer => Some(PersistMode::Buffer),
             Durability::Sync => Some(PersistMode::SyncData),
         };
-        let mut b =
-            fjall::OwnedWriteBatch::with_capacity(self.db.clone(), batch.len()).durability(mode);
-        for (space, key, op) in batch.ops() {
+        // One fjall batch: a later write of a key wins within it, as
+        // across batches (`kv_batch_later_write_wins`).
+        let mut b = fjall::OwnedWriteBatch::with_capacity(self.db.clone(), len).durability(mode);
+        for (space, key, op) in batches.iter().flat_map(|b| b.ops()) {
             match op {
                 Op::Put(v) => b.insert(self.ks(*space), key.as_slice(), v.as_slice()),
                 Op::Delete => b.remove(self.ks(*space), key.as_slice()),
@@ -378,6 +392,7 @@ impl Kv for LsmKv {
             cache_capacity: self.db.cache_capacity(),
             table_count: self.table_count(),
             compactions_completed: self.db.compactions_completed() as u64,
+            queued_bytes: 0,
         }
     }
 }

@@ -263,6 +263,9 @@ pub struct KvStats {
     pub table_count: u64,
     /// Compactions completed since open.
     pub compactions_completed: u64,
+    /// Bytes of batches queued for the engine and not yet taken
+    /// (`behind.rs`).
+    pub queued_bytes: u64,
 }
 
 /// The storage engine under the store.
@@ -282,6 +285,26 @@ pub trait Kv: KvRead {
     /// As [`Kv::write`].
     fn write_shared(&self, batch: &Arc<WriteBatch>, durability: Durability) -> Result<()> {
         self.write((**batch).clone(), durability)
+    }
+
+    /// Writes `batches` in order, as one atomic write where the engine can
+    /// (the LSM store: one journal record), durable per `durability` once
+    /// it returns. By default each batch on its own, the last one with
+    /// `durability`, the others `Lazy`.
+    ///
+    /// # Errors
+    /// As [`Kv::write`]; some of the batches may be applied then.
+    fn write_group(&self, batches: &[Arc<WriteBatch>], durability: Durability) -> Result<()> {
+        let last = batches.len().saturating_sub(1);
+        for (i, b) in batches.iter().enumerate() {
+            let d = if i == last {
+                durability
+            } else {
+                Durability::Lazy
+            };
+            self.write_shared(b, d)?;
+        }
+        Ok(())
     }
 
     /// Returns once the engine's own store holds every batch written so
