@@ -43,7 +43,7 @@
 
 use crate::error::{Result, StoreError};
 use crate::kv::{Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WriteBatch};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hasher};
 use std::ops::Bound;
@@ -96,13 +96,12 @@ struct Queue {
     failed: Option<String>,
     /// The sequence number of the first batch of the refused group.
     failed_at: u64,
-    /// The writer sleeps on `work` until notified (it found the queue
-    /// empty after a nap); while it naps or writes, a `Lazy` batch is
-    /// queued without a wake-up.
+    /// The writer thread sleeps on `work` until notified (it found the
+    /// queue empty after a nap); while it naps or writes, a `Lazy` batch
+    /// is queued without a wake-up.
     idle: bool,
-    /// Someone waits for the writer (a `Buffer` or `Sync` write, a read,
-    /// a drain): it must not nap.
-    urgent: bool,
+    /// A group is being written (by the writer thread or by a waiter).
+    writing: bool,
     stop: bool,
 }
 
@@ -234,10 +233,10 @@ impl WriteBehind {
         sh.queued.store(seq, Ordering::Release);
         q.bytes += bytes;
         q.batches.push_back((seq, batch, durability));
-        if durability != Durability::Lazy || q.bytes >= WAKE_BYTES {
-            q.urgent = true;
-        }
-        if q.idle || q.urgent {
+        // A `Buffer` or `Sync` writer writes the group itself if no one
+        // is writing (`wait_applied`): only a sleeping writer thread, or
+        // a queue grown past `WAKE_BYTES`, needs a wake-up.
+        if q.idle || q.bytes >= WAKE_BYTES {
             q.idle = false;
             sh.work.notify_one();
         }
@@ -262,13 +261,13 @@ impl WriteBehind {
     /// Waits until the engine holds the batches a read of `slot` needs.
     fn settle_for(&self, slot: Option<usize>) {
         let target = self.target(slot);
-        self.shared.wait_applied(target);
+        self.shared.wait_applied(target, &*self.inner);
     }
 
     /// Waits until the engine took the batch `seq`; its refusal, or that
     /// of one before it, if any.
     fn wait_written(&self, seq: u64) -> Result<()> {
-        self.shared.wait_applied(seq);
+        self.shared.wait_applied(seq, &*self.inner);
         let q = self.shared.queue.lock();
         match &q.failed {
             Some(e) if q.failed_at <= seq => Err(failed(e)),
@@ -304,105 +303,124 @@ fn failed(e: &str) -> StoreError {
 }
 
 impl Shared {
-    /// The writer thread: hands queued batches to `inner` in order until
-    /// stopped with an empty queue.
+    /// The writer thread: writes the queued batches in groups
+    /// ([`Shared::write_group`]) until stopped with an empty queue.
     ///
-    /// It takes what is queued as one group, written by one
-    /// [`Kv::write_group`] (for the LSM store, one journal record and one
-    /// sequence number: a group commit), with the strongest durability
-    /// any of them asked for, so one sync serves every `appendfsync
-    /// always` commit that queued meanwhile. `applied` moves past the
-    /// group once that write returned. Between groups it naps for [`NAP`]
-    /// unless someone waits for it, so that a stream of `Lazy` commits
-    /// costs their threads no wake-up each and the engine one write per
-    /// nap; an empty queue after a nap puts it to sleep until the next
-    /// batch.
+    /// Between groups it naps for [`NAP`] (or until the queue passes
+    /// [`WAKE_BYTES`]), so that a stream of `Lazy` commits costs their
+    /// threads no wake-up each and the engine one write per nap; an empty
+    /// queue after a nap puts it to sleep until the next batch. A group
+    /// someone waits for is written by that thread itself
+    /// ([`Shared::wait_applied`]), without a hand-over.
     fn run(&self, inner: &dyn Kv) {
         // The end of the nap after the last group, if any.
         let mut nap_until: Option<Instant> = None;
+        let mut q = self.queue.lock();
         loop {
-            let group: Vec<(u64, Arc<WriteBatch>, Durability)> = {
-                let mut q = self.queue.lock();
-                loop {
-                    let nap_over = nap_until.is_none_or(|t| Instant::now() >= t);
-                    if !q.batches.is_empty() && (nap_over || q.urgent || q.stop) {
-                        q.urgent = false;
-                        break q.batches.drain(..).collect();
-                    }
-                    if q.stop {
-                        return;
-                    }
-                    match nap_until {
-                        Some(t) if !nap_over => {
-                            self.work.wait_until(&mut q, t);
-                        }
-                        _ => {
-                            // Nothing came during the nap: sleep until a
-                            // batch does.
-                            nap_until = None;
-                            q.idle = true;
-                            self.work.wait(&mut q);
-                        }
-                    }
+            if q.writing {
+                // A waiter writes; it wakes us if batches remain, and so
+                // does the next batch.
+                q.idle = true;
+                self.work.wait(&mut q);
+                q.idle = false;
+                continue;
+            }
+            let nap_over =
+                q.stop || q.bytes >= WAKE_BYTES || nap_until.is_none_or(|t| Instant::now() >= t);
+            if !q.batches.is_empty() && nap_over {
+                self.write_group(&mut q, inner);
+                nap_until = Some(Instant::now() + NAP);
+                continue;
+            }
+            if q.stop {
+                return;
+            }
+            match nap_until {
+                Some(t) if !nap_over => {
+                    self.work.wait_until(&mut q, t);
                 }
-            };
+                _ => {
+                    // Nothing came during the nap: sleep until a batch
+                    // does.
+                    nap_until = None;
+                    q.idle = true;
+                    self.work.wait(&mut q);
+                    q.idle = false;
+                }
+            }
+        }
+    }
+
+    /// Takes every queued batch as one group and writes it by one
+    /// [`Kv::write_group`] (for the LSM store, one journal record: a group
+    /// commit), with the strongest durability any of them asked for, so
+    /// one sync serves every `appendfsync always` commit that queued
+    /// meanwhile. The queue's lock is released while the engine writes;
+    /// `applied` moves past the group once that write returned.
+    fn write_group(&self, q: &mut MutexGuard<'_, Queue>, inner: &dyn Kv) {
+        let group: Vec<(u64, Arc<WriteBatch>, Durability)> = q.batches.drain(..).collect();
+        let Some(&(first, ..)) = group.first() else {
+            return;
+        };
+        let last = group[group.len() - 1].0;
+        let skip = q.failed.is_some();
+        q.writing = true;
+        let refused = MutexGuard::unlocked(q, || {
+            if skip {
+                // Past a refusal nothing more is written (the batches
+                // after it were acknowledged as a crash's would be: lost).
+                return None;
+            }
             let strongest = group
                 .iter()
                 .map(|g| g.2)
                 .max_by_key(|d| strength(*d))
                 .unwrap_or(Durability::Lazy);
-            let refused = if self.queue.lock().failed.is_some() {
-                // Past a refusal nothing more is written (the batches after
-                // it were acknowledged as a crash's would be: lost).
-                None
-            } else {
-                let batches: Vec<Arc<WriteBatch>> =
-                    group.iter().map(|g| Arc::clone(&g.1)).collect();
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    inner.write_group(&batches, strongest)
-                }));
-                match r {
-                    Ok(Ok(())) => None,
-                    Ok(Err(e)) => Some(e.to_string()),
-                    Err(_) => Some("the engine panicked".to_string()),
-                }
-            };
-            let bytes: usize = group.iter().map(|g| batch_bytes(&g.1)).sum();
-            let (first, last) = (group[0].0, group[group.len() - 1].0);
-            drop(group);
-            let mut q = self.queue.lock();
-            q.bytes -= bytes;
-            if let Some(e) = refused {
-                if q.failed.is_none() {
-                    q.failed = Some(e);
-                    q.failed_at = first;
-                }
+            let batches: Vec<Arc<WriteBatch>> = group.iter().map(|g| Arc::clone(&g.1)).collect();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                inner.write_group(&batches, strongest)
+            }));
+            match r {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(_) => Some("the engine panicked".to_string()),
             }
-            self.applied.store(last, Ordering::SeqCst);
-            if self.waiting.load(Ordering::SeqCst) > 0 {
-                self.done.notify_all();
+        });
+        q.writing = false;
+        q.bytes -= group.iter().map(|g| batch_bytes(&g.1)).sum::<usize>();
+        if let Some(e) = refused {
+            if q.failed.is_none() {
+                // The whole group: its sync, if it asked for one, is not
+                // known to have happened.
+                q.failed = Some(e);
+                q.failed_at = first;
             }
-            drop(q);
-            nap_until = Some(Instant::now() + NAP);
+        }
+        self.applied.store(last, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.done.notify_all();
+        }
+        if !q.batches.is_empty() || q.stop {
+            self.work.notify_one();
         }
     }
 
-    /// Waits until `applied` reaches `target`.
-    fn wait_applied(&self, target: u64) {
+    /// Returns once `applied` reaches `target`: writes the queued batches
+    /// itself when no one else is writing, else waits for the writer.
+    fn wait_applied(&self, target: u64, inner: &dyn Kv) {
         if self.applied.load(Ordering::Acquire) >= target {
             return;
         }
         let mut q = self.queue.lock();
-        if !q.urgent {
-            q.urgent = true;
-            q.idle = false;
-            self.work.notify_one();
-        }
-        self.waiting.fetch_add(1, Ordering::SeqCst);
         while self.applied.load(Ordering::SeqCst) < target {
+            if !q.writing && !q.batches.is_empty() {
+                self.write_group(&mut q, inner);
+                continue;
+            }
+            self.waiting.fetch_add(1, Ordering::SeqCst);
             self.done.wait(&mut q);
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
         }
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
