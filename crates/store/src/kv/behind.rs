@@ -451,27 +451,8 @@ impl KvRead for WriteBehind {
         self.inner.range(space, start, end, reverse)
     }
 
-    fn range_first(
-        &self,
-        space: Space,
-        start: Bound<&[u8]>,
-        end: Bound<&[u8]>,
-        reverse: bool,
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.settle_for(range_slot(space, start, end));
-        self.inner.range_first(space, start, end, reverse)
-    }
-
-    fn range_visit(
-        &self,
-        space: Space,
-        start: Bound<&[u8]>,
-        end: Bound<&[u8]>,
-        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<()> {
-        self.settle_for(range_slot(space, start, end));
-        self.inner.range_visit(space, start, end, f)
-    }
+    // `range_first` and `range_visit`: the trait's defaults over `range`,
+    // as the LSM store's own are.
 }
 
 impl Kv for WriteBehind {
