@@ -521,6 +521,8 @@ mod tests {
         refuse: Arc<std::sync::atomic::AtomicBool>,
         /// The durability of each write taken.
         taken: Arc<parking_lot::Mutex<Vec<Durability>>>,
+        /// The threads waiting at the gate.
+        blocked: Arc<parking_lot::Mutex<Vec<std::thread::ThreadId>>>,
     }
 
     impl KvRead for Gated {
@@ -542,9 +544,12 @@ mod tests {
         fn write(&self, batch: WriteBatch, durability: Durability) -> Result<()> {
             let (open, cv) = &*self.gate;
             let mut o = open.lock();
+            let me = std::thread::current().id();
+            self.blocked.lock().push(me);
             while !*o {
                 cv.wait(&mut o);
             }
+            self.blocked.lock().retain(|t| *t != me);
             if self.refuse.load(Ordering::SeqCst) {
                 return Err(StoreError::Io("disk full".into()));
             }
@@ -570,6 +575,7 @@ mod tests {
         gate: Arc<(parking_lot::Mutex<bool>, Condvar)>,
         refuse: Arc<std::sync::atomic::AtomicBool>,
         taken: Arc<parking_lot::Mutex<Vec<Durability>>>,
+        blocked: Arc<parking_lot::Mutex<Vec<std::thread::ThreadId>>>,
     }
 
     impl Rig {
@@ -577,11 +583,13 @@ mod tests {
             let gate = Arc::new((parking_lot::Mutex::new(true), Condvar::new()));
             let refuse = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let taken = Arc::new(parking_lot::Mutex::new(Vec::new()));
+            let blocked = Arc::new(parking_lot::Mutex::new(Vec::new()));
             let wb = WriteBehind::new(Box::new(Gated {
                 kv: MemKv::new(None),
                 gate: Arc::clone(&gate),
                 refuse: Arc::clone(&refuse),
                 taken: Arc::clone(&taken),
+                blocked: Arc::clone(&blocked),
             }))
             .unwrap();
             Rig {
@@ -589,6 +597,7 @@ mod tests {
                 gate,
                 refuse,
                 taken,
+                blocked,
             }
         }
 
@@ -653,6 +662,16 @@ mod tests {
         // engine has it.
         std::thread::scope(|s| {
             let r = s.spawn(|| rig.wb.get(Space::Meta, &a).unwrap());
+            // The gate opens once the read waits for the writer, or
+            // writes the queued group itself (a thread that waits does),
+            // or returned early.
+            let reader = r.thread().id();
+            while rig.wb.shared.waiting.load(Ordering::SeqCst) == 0
+                && !rig.blocked.lock().contains(&reader)
+                && !r.is_finished()
+            {
+                std::thread::yield_now();
+            }
             rig.set_gate(true);
             assert_eq!(r.join().unwrap(), Some(b"1".to_vec()));
         });
@@ -719,6 +738,9 @@ mod tests {
         rig.wb
             .write(put(Space::Meta, &k, b"1"), Durability::Lazy)
             .unwrap();
+        while rig.blocked.lock().is_empty() {
+            std::thread::yield_now();
+        }
         std::thread::scope(|s| {
             let synced = s.spawn(|| rig.wb.write(put(Space::Meta, &k, b"2"), Durability::Sync));
             while rig.wb.shared.queued.load(Ordering::SeqCst) < 2 {
