@@ -110,6 +110,15 @@ pub fn split_meta_key(k: &[u8]) -> Result<(u16, &[u8])> {
     }
 }
 
+/// Where a `data` key's user key ends: the length of its `db | len | key`
+/// prefix, or `None` when `k` is too short to hold what its length says.
+#[must_use]
+pub fn data_key_prefix_len(k: &[u8]) -> Option<usize> {
+    let len = u32::from_be_bytes(k.get(2..6)?.try_into().ok()?) as usize;
+    let end = 6usize.checked_add(len)?;
+    (k.len() >= end).then_some(end)
+}
+
 /// Prefix of every `data` entry of one key, all versions: `db | len | key`.
 #[must_use]
 pub fn key_data_prefix(db: u16, key: &[u8]) -> Vec<u8> {

@@ -42,7 +42,7 @@
 //!   batch); a commit past it waits for room.
 
 use crate::error::{Result, StoreError};
-use crate::kv::{Durability, Kv, KvIter, KvRead, KvStats, Op, Space, WriteBatch};
+use crate::kv::{Durability, Kv, KvIter, KvRead, KvStats, Space, WriteBatch};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hasher};
@@ -105,21 +105,6 @@ struct Queue {
     stop: bool,
 }
 
-/// Bytes of a batch's keys and values.
-fn batch_bytes(batch: &WriteBatch) -> usize {
-    batch
-        .ops()
-        .iter()
-        .map(|(_, k, op)| {
-            k.len()
-                + match op {
-                    Op::Put(v) => v.len(),
-                    Op::Delete => 0,
-                }
-        })
-        .sum()
-}
-
 /// The slot of the user key `db | key`, given as its two parts (a meta key
 /// is `db | key`, a data key `db | len | key | ...`).
 fn slot_of(db: &[u8], key: &[u8]) -> usize {
@@ -141,18 +126,11 @@ fn entry_slot(space: Space, key: &[u8]) -> Option<usize> {
             Some(slot_of(&key[..2], &key[2..]))
         }
         Space::Data => {
-            let plen = data_prefix_len(key)?;
+            let plen = crate::keys::data_key_prefix_len(key)?;
             Some(slot_of(&key[..2], &key[6..plen]))
         }
         _ => None,
     }
-}
-
-/// Where a `data` key's user key ends (`db | len | key`).
-fn data_prefix_len(k: &[u8]) -> Option<usize> {
-    let len = u32::from_be_bytes(k.get(2..6)?.try_into().ok()?) as usize;
-    let end = 6usize.checked_add(len)?;
-    (k.len() >= end).then_some(end)
 }
 
 /// The slot of the one user key a `data` range lies in, if it lies in one.
@@ -163,7 +141,7 @@ fn range_slot(space: Space, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Option<us
     let (Bound::Included(s) | Bound::Excluded(s)) = start else {
         return None;
     };
-    let plen = data_prefix_len(s)?;
+    let plen = crate::keys::data_key_prefix_len(s)?;
     let prefix = &s[..plen];
     let within = match end {
         Bound::Included(e) | Bound::Excluded(e) if e.starts_with(prefix) => true,
@@ -206,7 +184,7 @@ impl WriteBehind {
 
     /// Queues `batch`; returns its sequence number.
     fn push(&self, batch: Arc<WriteBatch>, durability: Durability) -> Result<u64> {
-        let bytes = batch_bytes(&batch);
+        let bytes = batch.bytes();
         let sh = &*self.shared;
         let mut q = sh.queue.lock();
         loop {
@@ -387,7 +365,7 @@ impl Shared {
             }
         });
         q.writing = false;
-        q.bytes -= group.iter().map(|g| batch_bytes(&g.1)).sum::<usize>();
+        q.bytes -= group.iter().map(|g| g.1.bytes()).sum::<usize>();
         if let Some(e) = refused {
             if q.failed.is_none() {
                 // The whole group: its sync, if it asked for one, is not

@@ -101,6 +101,21 @@ impl WriteBatch {
         self.ops.len()
     }
 
+    /// Bytes of the queued writes' keys and values.
+    #[must_use]
+    pub fn bytes(&self) -> usize {
+        self.ops
+            .iter()
+            .map(|(_, k, op)| {
+                k.len()
+                    + match op {
+                        Op::Put(v) => v.len(),
+                        Op::Delete => 0,
+                    }
+            })
+            .sum()
+    }
+
     /// True when nothing is queued.
     #[must_use]
     pub fn is_empty(&self) -> bool {

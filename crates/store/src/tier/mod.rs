@@ -391,13 +391,6 @@ fn is_internal(mk: &[u8]) -> bool {
     mk.starts_with(&keys::INTERNAL_DB.to_be_bytes())
 }
 
-/// Where a `data` key's user key ends: `(db | len | key)` prefix length.
-fn data_key_prefix_len(k: &[u8]) -> Option<usize> {
-    let len = u32::from_be_bytes(k.get(2..6)?.try_into().ok()?) as usize;
-    let end = 6usize.checked_add(len)?;
-    (k.len() >= end).then_some(end)
-}
-
 /// The one key version a range of data suffixes lies in, if it lies in
 /// one: its start names the version and its end stays within it.
 fn range_version(start: Bound<&[u8]>, end: Bound<&[u8]>) -> Option<u64> {
@@ -598,7 +591,7 @@ impl TieredKv {
         let (Bound::Included(s) | Bound::Excluded(s)) = start else {
             return None;
         };
-        let plen = data_key_prefix_len(s)?;
+        let plen = keys::data_key_prefix_len(s)?;
         let prefix = &s[..plen];
         // The end must stay within the key's prefix.
         let end_suffix: Bound<&[u8]> = match end {
@@ -668,7 +661,7 @@ impl TieredKv {
                     by_key.push((tk, i));
                 }
                 Space::Data => {
-                    if let Some(plen) = data_key_prefix_len(key) {
+                    if let Some(plen) = keys::data_key_prefix_len(key) {
                         by_key.push((tier_key_of_data(&key[..plen]), i));
                     }
                 }
@@ -827,7 +820,7 @@ impl KvRead for TieredKv {
         match space {
             Space::Meta if is_internal(key) => self.inner.get(space, key),
             Space::Meta => self.get_meta(key),
-            Space::Data => match data_key_prefix_len(key) {
+            Space::Data => match keys::data_key_prefix_len(key) {
                 Some(plen) => self.get_data(key, plen),
                 None => self.inner.get(space, key),
             },
@@ -913,17 +906,7 @@ impl Kv for TieredKv {
 
     fn write_shared(&self, batch: &Arc<WriteBatch>, durability: Durability) -> Result<()> {
         batch.check_keys()?;
-        let ops = batch.ops();
-        let bytes: usize = ops
-            .iter()
-            .map(|(_, k, op)| {
-                k.len()
-                    + match op {
-                        Op::Put(v) => v.len(),
-                        Op::Delete => 0,
-                    }
-            })
-            .sum();
+        let bytes = batch.bytes();
         // The engine first (it orders the batch for every later read of
         // the keys it names, `kv::behind`), then the resident keys.
         self.inner.write_shared(batch, durability)?;
