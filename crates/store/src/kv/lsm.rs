@@ -7,8 +7,8 @@
 
 use crate::error::{Result, StoreError};
 use crate::kv::{
-    clamp_bounds, range_is_empty, DataGc, Durability, Kv, KvIter, KvRead, KvStats, Op, Space,
-    WriteBatch, MAX_ENTRY_KEY,
+    clamp_bounds, last_writes, range_is_empty, DataGc, Durability, Kv, KvIter, KvRead, KvStats, Op,
+    Space, WriteBatch, MAX_ENTRY_KEY,
 };
 use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
 use fjall::config::PartitioningPolicy;
@@ -307,10 +307,14 @@ impl Kv for LsmKv {
             Durability::Buffer => Some(PersistMode::Buffer),
             Durability::Sync => Some(PersistMode::SyncData),
         };
-        // One fjall batch: a later write of a key wins within it, as
-        // across batches (`kv_batch_later_write_wins`).
-        let mut b = fjall::OwnedWriteBatch::with_capacity(self.db.clone(), len).durability(mode);
-        for (space, key, op) in batches.iter().flat_map(|b| b.ops()) {
+        // One fjall batch of each key's last write in the group: fjall
+        // lets a later write of a key win within a batch too
+        // (`kv_batch_later_write_wins`), but each would cost a memtable
+        // search and its journal bytes.
+        let writes = last_writes(batches);
+        let mut b =
+            fjall::OwnedWriteBatch::with_capacity(self.db.clone(), writes.len()).durability(mode);
+        for (space, key, op) in writes {
             match op {
                 Op::Put(v) => b.insert(self.ks(*space), key.as_slice(), v.as_slice()),
                 Op::Delete => b.remove(self.ks(*space), key.as_slice()),

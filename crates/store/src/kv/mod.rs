@@ -9,6 +9,7 @@ pub mod lsm;
 pub mod mem;
 
 use crate::error::Result;
+use rustc_hash::FxHashSet;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -156,6 +157,32 @@ impl WriteBatch {
     pub fn into_ops(self) -> Vec<(Space, Vec<u8>, Op)> {
         self.ops
     }
+}
+
+/// The writes of `batches` (in order, as one group) that decide the
+/// group's outcome: of the writes of one `(space, key)`, only the last.
+/// Writing these alone leaves an engine as writing them all would (a later
+/// write of a key replaces an earlier one), at one engine insert per key:
+/// a group of commits that each create keys carries one key-counts entry
+/// per commit, and a hot key written by many clients one entry per write.
+/// Order is kept among the writes returned; a single batch (which a `Txn`
+/// builds without repeats) is returned as it is.
+#[must_use]
+pub fn last_writes(batches: &[Arc<WriteBatch>]) -> Vec<&(Space, Vec<u8>, Op)> {
+    if let [one] = batches {
+        return one.ops().iter().collect();
+    }
+    let all: Vec<&(Space, Vec<u8>, Op)> = batches.iter().flat_map(|b| b.ops()).collect();
+    let mut seen: FxHashSet<(Space, &[u8])> = FxHashSet::default();
+    seen.reserve(all.len());
+    let mut keep = vec![false; all.len()];
+    for (i, (space, key, _)) in all.iter().enumerate().rev() {
+        keep[i] = seen.insert((*space, key.as_slice()));
+    }
+    all.into_iter()
+        .zip(keep)
+        .filter_map(|(w, k)| k.then_some(w))
+        .collect()
 }
 
 /// How durable a committed batch is when [`Kv::write`] returns.
@@ -489,5 +516,60 @@ mod tests {
         assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
         assert_eq!(prefix_end(b"\xff\xff"), None);
         assert_eq!(prefix_end(b""), None);
+    }
+
+    type Model = std::collections::BTreeMap<(Space, Vec<u8>), Vec<u8>>;
+
+    fn apply<'a>(m: &mut Model, ops: impl IntoIterator<Item = &'a (Space, Vec<u8>, Op)>) {
+        for (space, key, op) in ops {
+            match op {
+                Op::Put(v) => m.insert((*space, key.clone()), v.clone()),
+                Op::Delete => m.remove(&(*space, key.clone())),
+            };
+        }
+    }
+
+    proptest::proptest! {
+        /// Applying a group's last writes leaves what applying all of its
+        /// writes in order leaves, and no `(space, key)` is written twice.
+        #[test]
+        fn last_writes_decide_like_all_writes(
+            group in proptest::collection::vec(
+                proptest::collection::vec((0..2usize, 0..4u8, proptest::option::of(0..9u8)), 0..6),
+                1..5,
+            ),
+        ) {
+            let spaces = [Space::Meta, Space::Data];
+            let batches: Vec<Arc<WriteBatch>> = group
+                .iter()
+                .map(|ops| {
+                    let mut b = WriteBatch::new();
+                    for &(s, k, v) in ops {
+                        match v {
+                            Some(v) => b.put(spaces[s], vec![k], vec![v]),
+                            None => b.delete(spaces[s], vec![k]),
+                        }
+                    }
+                    Arc::new(b)
+                })
+                .collect();
+            let mut all = Model::new();
+            let mut start = Model::new();
+            for k in 0..4u8 {
+                start.insert((Space::Meta, vec![k]), vec![100]);
+            }
+            all.extend(start.clone());
+            apply(&mut all, batches.iter().flat_map(|b| b.ops()));
+            let last = last_writes(&batches);
+            let mut keys: Vec<_> = last.iter().map(|(s, k, _)| (*s, k.clone())).collect();
+            keys.sort();
+            keys.dedup();
+            if batches.len() > 1 {
+                proptest::prop_assert_eq!(keys.len(), last.len());
+            }
+            let mut got = start;
+            apply(&mut got, last);
+            proptest::prop_assert_eq!(got, all);
+        }
     }
 }
