@@ -27,7 +27,9 @@
 //!   until the engine wrote (and synced) the batch; [`Kv::persist`] and
 //!   [`Kv::flush_buffers`] queue an empty batch that asks for it, so a
 //!   commit may queue `Lazy` under a lock and sync after releasing it. The writer takes what
-//!   is queued as a group and writes and syncs it at once (group commit),
+//!   is queued as a group and writes and syncs it at once (group commit;
+//!   the LSM store writes only each key's last write of a group,
+//!   [`crate::kv::last_writes`]),
 //!   every millisecond or when someone waits for it. [`Kv::flush_buffers`],
 //!   [`Kv::persist`], [`Kv::snapshot`] and [`Kv::compact`] first wait for
 //!   every batch queued before them. A crash loses the queued batches with
