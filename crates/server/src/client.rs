@@ -47,6 +47,9 @@ pub struct Client {
     /// A write was committed since the replies were last written: with
     /// `write-before-reply`, the writes go to the OS before the replies.
     pub wrote: bool,
+    /// A commit under `appendfsync always` left its sync to this client's
+    /// connection, which syncs (`group_sync`) before it writes the replies.
+    pub needs_sync: bool,
     /// Streamed replies waiting to be written, each with the length the
     /// output buffer had when it was replied: it goes after those bytes
     /// (`dispatch::encode` adds them; the connection writes and drops them).
@@ -79,6 +82,7 @@ impl Client {
             info,
             key_scratch: Vec::with_capacity(8),
             wrote: false,
+            needs_sync: false,
             streams: Vec::new(),
             cold: Vec::new(),
             warmed: false,

@@ -146,6 +146,18 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
                 }
             }
         }
+        if client.needs_sync {
+            // `appendfsync always`: no reply before its write is synced.
+            client.needs_sync = false;
+            if let Err(e) = server.group_sync.sync(&server.store).await {
+                crate::warning!(
+                    "Syncing the log before replying failed ({e}); closing client id={} addr={}",
+                    info.id,
+                    info.addr
+                );
+                break;
+            }
+        }
         if !out.is_empty() || !client.streams.is_empty() {
             let streams = std::mem::take(&mut client.streams);
             let written = Writer::new(&server, &mut stream, killed.as_mut())

@@ -322,16 +322,21 @@ pub fn run_blocking_if<T>(long: bool, f: impl FnOnce() -> T) -> T {
 }
 
 /// Commits `txn`, touching WATCHers of the modified keys, and marks the
-/// client as having written (see `write-before-reply`). With `appendfsync always` the commit syncs, so it
-/// runs as blocking work.
+/// client as having written (see `write-before-reply`). Under `appendfsync
+/// always` the commit does not sync: it marks the client, whose connection
+/// syncs before it writes the replies, one sync for every connection
+/// waiting meanwhile (`group_sync.rs`).
 pub fn commit(
     server: &Server,
     client: &mut Client,
-    txn: roaringd_store::Txn,
+    mut txn: roaringd_store::Txn,
     write: bool,
 ) -> Result<(), CommandError> {
     client.wrote |= write;
-    let sync = write && server.store.sync_mode() == roaringd_store::SyncMode::Always;
+    if write && server.store.sync_mode() == roaringd_store::SyncMode::Always {
+        txn.defer_sync();
+        client.needs_sync = true;
+    }
     if write && server.watches.any() {
         // Touch WATCHers while the key locks are still held, so an EXEC that
         // locks one of these keys after us sees its dirty flag.
@@ -340,7 +345,7 @@ pub fn commit(
             .watches
             .touch(keys.iter().map(|(d, k)| (*d, k.as_slice())));
     }
-    let modified = run_blocking_if(sync, || txn.commit());
+    let modified = txn.commit();
     match modified {
         Ok(keys) => {
             if !keys.is_empty() {

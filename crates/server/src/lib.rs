@@ -21,6 +21,7 @@ pub mod dispatch;
 pub mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+pub mod group_sync;
 pub mod info;
 pub mod listener;
 pub mod log;

@@ -90,8 +90,8 @@ pub struct HotConfig {
     /// `client-output-buffer-limit normal`: soft seconds.
     pub obuf_soft_secs: AtomicU64,
     /// `write-before-reply`, and `appendfsync` is not `always` (whose
-    /// commits sync themselves): a connection hands its writes to the OS
-    /// before it writes their replies.
+    /// connections sync before they reply, `group_sync.rs`): a connection
+    /// hands its writes to the OS before it writes their replies.
     pub write_before_reply: AtomicBool,
 }
 
@@ -154,6 +154,9 @@ pub struct Server {
     pub memory: Arc<crate::memory::Governor>,
     /// Threads that read cold keys into the memory tier (`warm.rs`).
     pub warm: crate::warm::WarmPool,
+    /// The syncs of `appendfsync always`, shared by the connections that
+    /// wait (`group_sync.rs`).
+    pub group_sync: crate::group_sync::GroupSync,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -195,6 +198,7 @@ impl Server {
             bound_port: AtomicU64::new(0),
             memory: Arc::default(),
             warm: crate::warm::WarmPool::default(),
+            group_sync: crate::group_sync::GroupSync::default(),
         }
     }
 

@@ -51,6 +51,8 @@ pub struct Txn {
     fresh_bytes: usize,
     /// Fresh-version entries went to the `Kv` ahead of the commit (so the
     /// commit's batch does not hold every entry of those versions).
+    /// Commit without syncing under `always` ([`Txn::defer_sync`]).
+    defer_sync: bool,
     spilled: bool,
     /// What bitmaps keep beside the overlay: written blocks, the
     /// container cache's pending updates, the write-back tier's absorbed
@@ -114,6 +116,7 @@ impl Txn {
             fresh: Vec::new(),
             fresh_bytes: 0,
             spilled: false,
+            defer_sync: false,
             bm: BitmapTxnState::default(),
             snapshot_cell: None,
         }
@@ -195,6 +198,25 @@ impl Txn {
         self.touched.push((db, key.to_vec()));
     }
 
+    /// Makes [`Txn::commit`] leave the sync that `appendfsync always`
+    /// asks for to the caller, which must make the commit durable
+    /// ([`Store::persist`], or a group sync that starts after the commit
+    /// returned) before it acknowledges the commit's writes: so one sync
+    /// can serve the commits of many clients. No effect under `everysec`
+    /// and `no`.
+    pub fn defer_sync(&mut self) {
+        self.defer_sync = true;
+    }
+
+    /// The durability this `Txn`'s commit gives its writes.
+    fn durability(&self) -> crate::kv::Durability {
+        if self.defer_sync {
+            crate::kv::Durability::Lazy
+        } else {
+            Store::durability(&self.inner)
+        }
+    }
+
     /// Writes the overlay as one atomic batch (synced per the sync mode)
     /// and returns the keys it modified, each once, sorted. Keys removed by
     /// lazy expiry are included. Then, when a [`Txn::read_after_commit`]
@@ -214,7 +236,7 @@ impl Txn {
     /// [`Txn::commit`]'s write.
     fn write_batch(&mut self) -> Result<Vec<(u16, Vec<u8>)>> {
         self.bm.check_absorbs()?;
-        self.bm.sync_log(&self.inner)?;
+        self.bm.sync_log(&self.inner, self.durability())?;
         if self.is_read_only() {
             // A read (TR.GETBIT, GET, ...): nothing to write, sync, cache
             // or count.
@@ -274,7 +296,7 @@ impl Txn {
                 None => batch.delete(Space::Data, dk),
             }
         }
-        let durability = Store::durability(&self.inner);
+        let durability = self.durability();
         let deltas = deltas.into_nonzero();
         if batch.is_empty() && deltas.is_empty() {
             // A write that changed nothing (SET of the same value, SADD of

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::error::{Result, StoreError};
 use crate::kv::{Durability, Space, WriteBatch};
-use crate::store::{Inner, Store};
+use crate::store::Inner;
 
 use super::container_cache::{Pending, Prepared};
 
@@ -109,14 +109,15 @@ impl BitmapTxnState {
         }
     }
 
-    /// Commit hook, first of all: under `always`, syncs the operation log
-    /// when this `Txn` appended to it (a write the tier took writes nothing
+    /// Commit hook, first of all: when the commit gives `durability`
+    /// `Sync` (`always`, unless deferred), syncs the operation log when
+    /// this `Txn` appended to it (a write the tier took writes nothing
     /// else, so this precedes the check for an empty commit).
     ///
     /// # Errors
     /// `Io` when the sync fails.
-    pub(crate) fn sync_log(&self, inner: &Inner) -> Result<()> {
-        if self.oplog_appended && Store::durability(inner) == Durability::Sync {
+    pub(crate) fn sync_log(&self, inner: &Inner, durability: Durability) -> Result<()> {
+        if self.oplog_appended && durability == Durability::Sync {
             if let Some(log) = inner.dirty.log.lock().as_mut() {
                 log.sync()?;
             }
