@@ -49,10 +49,10 @@ pub struct Txn {
     /// spill, and their bytes (see [`SPILL_BYTES`]).
     fresh: Vec<Vec<u8>>,
     fresh_bytes: usize,
-    /// Fresh-version entries went to the `Kv` ahead of the commit (so the
-    /// commit's batch does not hold every entry of those versions).
     /// Commit without syncing under `always` ([`Txn::defer_sync`]).
     defer_sync: bool,
+    /// Fresh-version entries went to the `Kv` ahead of the commit (so the
+    /// commit's batch does not hold every entry of those versions).
     spilled: bool,
     /// What bitmaps keep beside the overlay: written blocks, the
     /// container cache's pending updates, the write-back tier's absorbed
