@@ -14,6 +14,11 @@
 //! meanwhile. (Syncing inside each commit held a thread per waiting
 //! connection, and a handful of commits shared each sync.)
 //!
+//! `write-before-reply` (under `everysec` and `no`: a `write(2)` of the
+//! buffered log, not a sync) stays on the connection's own thread: handed
+//! to another thread it cost two context switches per request, far more
+//! than the write (docs/benchmarks.md, "Measured and not kept").
+//!
 //! A failed sync is reported to the connections that waited for it; the
 //! caller then closes the connection without the replies, whose writes may
 //! not be durable (Redis exits in that case).
