@@ -25,7 +25,9 @@
 //!
 //! [`defer_sync`]: roaringd_store::Txn::defer_sync
 
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::{Condvar, Mutex};
 
 use roaringd_store::Store;
 use tokio::sync::watch;
@@ -62,7 +64,7 @@ impl GroupSync {
     pub async fn sync(&self, store: &Store) -> Result<(), String> {
         let shared = self.shared.get_or_init(|| start(store.clone()));
         let target = {
-            let mut st = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = shared.state.lock();
             // The sync in progress, if any, may have started before the
             // caller's commit: the next one is the first that covers it.
             let target = st.started + 1;
@@ -98,9 +100,9 @@ fn start(store: Store) -> Arc<Shared> {
         .name("roaringd-group-sync".into())
         .spawn(move || loop {
             let n = {
-                let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
+                let mut st = s.state.lock();
                 while st.wanted <= st.started {
-                    st = s.wanted.wait(st).unwrap_or_else(|e| e.into_inner());
+                    s.wanted.wait(&mut st);
                 }
                 st.started += 1;
                 st.started
@@ -144,7 +146,7 @@ mod tests {
         }
         // A task's 20 calls, one after another, each needed a sync that
         // started after it: a finished sync does not serve a later call.
-        let started = gs.shared.get().unwrap().state.lock().unwrap().started;
+        let started = gs.shared.get().unwrap().state.lock().started;
         assert!(started >= 20, "{started} syncs");
     }
 }

@@ -236,7 +236,8 @@ impl Txn {
     /// [`Txn::commit`]'s write.
     fn write_batch(&mut self) -> Result<Vec<(u16, Vec<u8>)>> {
         self.bm.check_absorbs()?;
-        self.bm.sync_log(&self.inner, self.durability())?;
+        let durability = self.durability();
+        self.bm.sync_log(&self.inner, durability)?;
         if self.is_read_only() {
             // A read (TR.GETBIT, GET, ...): nothing to write, sync, cache
             // or count.
@@ -296,7 +297,6 @@ impl Txn {
                 None => batch.delete(Space::Data, dk),
             }
         }
-        let durability = self.durability();
         let deltas = deltas.into_nonzero();
         if batch.is_empty() && deltas.is_empty() {
             // A write that changed nothing (SET of the same value, SADD of

@@ -91,7 +91,7 @@ struct Shared {
 
 #[derive(Default)]
 struct Queue {
-    batches: VecDeque<(u64, Arc<WriteBatch>, Durability)>,
+    batches: VecDeque<Queued>,
     /// Bytes of the queued batches and of the one the engine is taking.
     bytes: usize,
     /// The engine's first refusal: every later write fails with it.
@@ -105,6 +105,15 @@ struct Queue {
     /// A group is being written (by the writer thread or by a waiter).
     writing: bool,
     stop: bool,
+}
+
+/// A batch waiting for the engine.
+struct Queued {
+    seq: u64,
+    batch: Arc<WriteBatch>,
+    durability: Durability,
+    /// `batch.bytes()`, counted in [`Queue::bytes`] until the engine took it.
+    bytes: usize,
 }
 
 /// The slot of the user key `db | key`, given as its two parts (a meta key
@@ -212,7 +221,12 @@ impl WriteBehind {
         }
         sh.queued.store(seq, Ordering::Release);
         q.bytes += bytes;
-        q.batches.push_back((seq, batch, durability));
+        q.batches.push_back(Queued {
+            seq,
+            batch,
+            durability,
+            bytes,
+        });
         // A `Buffer` or `Sync` writer writes the group itself if no one
         // is writing (`wait_applied`): only a sleeping writer thread, or
         // a queue grown past `WAKE_BYTES`, needs a wake-up.
@@ -266,15 +280,6 @@ impl WriteBehind {
     /// engine's refusal of one of them, if any.
     fn drain(&self) -> Result<()> {
         self.wait_written(self.shared.queued.load(Ordering::Acquire))
-    }
-}
-
-/// The order of durabilities: a stronger one implies the weaker.
-fn strength(d: Durability) -> u8 {
-    match d {
-        Durability::Lazy => 0,
-        Durability::Buffer => 1,
-        Durability::Sync => 2,
     }
 }
 
@@ -338,11 +343,11 @@ impl Shared {
     /// meanwhile. The queue's lock is released while the engine writes;
     /// `applied` moves past the group once that write returned.
     fn write_group(&self, q: &mut MutexGuard<'_, Queue>, inner: &dyn Kv) {
-        let group: Vec<(u64, Arc<WriteBatch>, Durability)> = q.batches.drain(..).collect();
-        let Some(&(first, ..)) = group.first() else {
+        let group: Vec<Queued> = q.batches.drain(..).collect();
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
             return;
         };
-        let last = group[group.len() - 1].0;
+        let (first, last) = (first.seq, last.seq);
         let skip = q.failed.is_some();
         q.writing = true;
         let refused = MutexGuard::unlocked(q, || {
@@ -353,10 +358,11 @@ impl Shared {
             }
             let strongest = group
                 .iter()
-                .map(|g| g.2)
-                .max_by_key(|d| strength(*d))
+                .map(|g| g.durability)
+                .max()
                 .unwrap_or(Durability::Lazy);
-            let batches: Vec<Arc<WriteBatch>> = group.iter().map(|g| Arc::clone(&g.1)).collect();
+            let batches: Vec<Arc<WriteBatch>> =
+                group.iter().map(|g| Arc::clone(&g.batch)).collect();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 inner.write_group(&batches, strongest)
             }));
@@ -367,7 +373,7 @@ impl Shared {
             }
         });
         q.writing = false;
-        q.bytes -= group.iter().map(|g| g.1.bytes()).sum::<usize>();
+        q.bytes -= group.iter().map(|g| g.bytes).sum::<usize>();
         if let Some(e) = refused {
             if q.failed.is_none() {
                 // The whole group: its sync, if it asked for one, is not

@@ -185,8 +185,9 @@ pub fn last_writes(batches: &[Arc<WriteBatch>]) -> Vec<&(Space, Vec<u8>, Op)> {
         .collect()
 }
 
-/// How durable a committed batch is when [`Kv::write`] returns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How durable a committed batch is when [`Kv::write`] returns; ordered
+/// weakest first (a stronger one implies the weaker).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Durability {
     /// May stay in the engine's user-space write buffer until the next
     /// [`Kv::flush_buffers`], [`Kv::persist`] or `Sync` write (or until the
