@@ -28,7 +28,7 @@ use roaringd_bitmap::ContainerView;
 
 use crate::error::{Result, StoreError};
 use crate::keys;
-use crate::kv::{KvRead, Space};
+use crate::kv::{KvIter, KvRead, Space};
 use crate::meta::{KeyMeta, Kind};
 use crate::store::{Inner, Store};
 use crate::txn::Txn;
@@ -100,6 +100,49 @@ impl KeyRead {
             .ok_or_else(|| StoreError::corrupt("read before its transaction committed"))
     }
 
+    /// The `data` entries `(subkey, value)` of the key version from block
+    /// `fhi`'s entry to the one holding block `ehi` (which may be a page
+    /// under a later key) with their deltas, in order; `to_end` bounds
+    /// the version's entries (`prefix`: their common prefix).
+    ///
+    /// # Errors
+    /// `Io` from the seek.
+    fn entries_within<'a>(
+        &self,
+        kv: &'a dyn KvRead,
+        (fhi, ehi): (u16, u16),
+        (prefix, to_end): (&[u8], Bound<&[u8]>),
+    ) -> Result<KvIter<'a>> {
+        let v = self.meta.version;
+        let plen = prefix.len();
+        let first = keys::data_key(self.db, &self.key, v, &fhi.to_be_bytes());
+        let holder = kv.range_first(
+            Space::Data,
+            Bound::Included(&keys::data_key(self.db, &self.key, v, &ehi.to_be_bytes())),
+            to_end,
+            false,
+        )?;
+        let last = holder.and_then(|(k, _)| {
+            let b = k.get(plen..plen + 2)?;
+            let b = u16::from_be_bytes([b[0], b[1]]);
+            Some(keys::data_key(
+                self.db,
+                &self.key,
+                v,
+                &delta_sub(b, u16::MAX),
+            ))
+        });
+        Ok(Box::new(
+            kv.range(
+                Space::Data,
+                Bound::Included(&first),
+                last.as_deref().map_or(to_end, Bound::Included),
+                false,
+            )
+            .map(move |r| r.map(|(k, val)| (k[plen..].to_vec(), val))),
+        ))
+    }
+
     /// Calls `f` with the set bits of a bitmap in `[from, end]`,
     /// ascending, at most `max` of them. Returns where to go on (the bit
     /// after the last one given) when it stopped at `max`, `None` when it
@@ -125,36 +168,21 @@ impl KeyRead {
         // From block `fhi`'s entry to the version's end: the entry holding
         // block `ehi` may be a page under a later key; the fold stops past
         // `ehi`.
-        let first = keys::data_key(self.db, &self.key, v, &fhi.to_be_bytes());
         let prefix = keys::data_prefix(self.db, &self.key, v);
         let pend = crate::kv::prefix_end(&prefix);
-        let plen = prefix.len();
         let kv = self.kv()?;
+        // A key whose only entry is inline in its meta has none in `data`.
+        let inline = match kv.get(Space::Meta, &keys::meta_key(self.db, &self.key))? {
+            Some(b) if KeyMeta::decode_version(&b)? == v => {
+                KeyMeta::inline_entry(&b)?.map(|(sub, val)| (sub.to_vec(), val.to_vec()))
+            }
+            _ => None,
+        };
         let to_end = pend.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-        let holder = kv.range_first(
-            Space::Data,
-            Bound::Included(&keys::data_key(self.db, &self.key, v, &ehi.to_be_bytes())),
-            to_end,
-            false,
-        )?;
-        let last = holder.and_then(|(k, _)| {
-            let b = k.get(plen..plen + 2)?;
-            let b = u16::from_be_bytes([b[0], b[1]]);
-            Some(keys::data_key(
-                self.db,
-                &self.key,
-                v,
-                &delta_sub(b, u16::MAX),
-            ))
-        });
-        let entries = kv
-            .range(
-                Space::Data,
-                Bound::Included(&first),
-                last.as_deref().map_or(to_end, Bound::Included),
-                false,
-            )
-            .map(|r| r.map(|(k, val)| (k[plen..].to_vec(), val)));
+        let entries: KvIter<'_> = match inline {
+            Some(e) => Box::new(std::iter::once(Ok(e))),
+            None => self.entries_within(kv, (fhi, ehi), (&prefix, to_end))?,
+        };
         let mut given = 0usize;
         for block in Folded::within(entries, false, (fhi, ehi)) {
             let (hi, bytes, _) = block?;
@@ -250,6 +278,9 @@ impl KeyRead {
 
 #[cfg(test)]
 mod tests {
+    use crate::keys;
+    use crate::kv::Space;
+    use crate::meta::KeyMeta;
     use crate::store::{Store, StoreConfig};
 
     /// An LSM store, the server's (its compactions run the data GC).
@@ -268,6 +299,39 @@ mod tests {
             next = r.bitmap_values(n, end, max, |v| out.push(v)).expect("read");
         }
         out
+    }
+
+    /// A key whose only entry is inline in its meta (one run container
+    /// of 65,536 values: a few bytes) is read whole from the snapshot.
+    #[test]
+    fn a_read_of_an_inline_key_sees_its_values() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = store(&dir);
+        let mut t = s.begin(&[(0, b"run")]);
+        t.tr_range_write(
+            0,
+            b"run",
+            1 << 16,
+            (2 << 16) - 1,
+            crate::types::bitmap::RangeOp::Set,
+        )
+        .expect("setrange");
+        t.commit().expect("commit");
+        let meta = s
+            .inner
+            .kv
+            .get(Space::Meta, &keys::meta_key(0, b"run"))
+            .expect("get")
+            .expect("meta");
+        assert!(KeyMeta::inline_entry(&meta).expect("decode").is_some());
+        let mut t = s.begin(&[(0, b"run")]);
+        let r = t
+            .read_after_commit(0, b"run")
+            .expect("read")
+            .expect("exists");
+        t.commit().expect("commit");
+        let all = all_values(&r, 0, u32::MAX, 1000);
+        assert_eq!(all, ((1 << 16)..(2 << 16)).collect::<Vec<u32>>());
     }
 
     #[test]

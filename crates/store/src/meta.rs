@@ -11,8 +11,16 @@
 //!                   containers, sum, then (containers, values, bytes) for
 //!                   the array, bitset and run kinds, then the number of
 //!                   delta entries (a one-bit bitmap's summary is about 20
-//!                   bytes)
+//!                   bytes); with flag [`FLAG_INLINE`], then the key's only
+//!                   `data` entry: its subkey (2 bytes) and value (the rest)
 //! ```
+//!
+//! An inline entry ([`KeyMeta::inline_entry`]) is how a bitmap whose data is
+//! one small entry (a page or a small single, at most [`INLINE_MAX`] bytes)
+//! is stored: in its meta entry, so that reading the key is one entry and
+//! writing it one LSM write. The `data` keyspace then holds nothing of that
+//! key version; [`KeyMeta::decode`] skips the entry (the `Txn` reads it as
+//! the version's stored data, `crate::txn`).
 
 use crate::error::{Result, StoreError};
 use crate::varint;
@@ -23,6 +31,13 @@ const HEADER: usize = 19;
 const FLAG_BIG: u8 = 1;
 /// Flag bit (strings): never reported as `int` (an INCRBYFLOAT result).
 const FLAG_NOINT: u8 = 2;
+/// Flag bit (bitmaps): the key version's only `data` entry follows the
+/// summary (module docs).
+pub const FLAG_INLINE: u8 = 4;
+/// Bytes of a subkey of an inline entry (a bitmap block, u16 BE).
+pub const INLINE_SUBKEY: usize = 2;
+/// The largest value kept inline: a full page (`types::bitmap::page`).
+pub const INLINE_MAX: usize = 2048;
 
 /// The Redis type of a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,7 +141,9 @@ impl BitmapSummary {
         varint::put(out, self.deltas);
     }
 
-    fn decode(mut b: &[u8]) -> Result<BitmapSummary> {
+    /// Decodes the summary at the front of `b`; returns it and the bytes
+    /// after it.
+    fn decode_prefix(mut b: &[u8]) -> Result<(BitmapSummary, &[u8])> {
         let b = &mut b;
         let card = get_varint(b)?;
         let to_u32 = |v: u64| {
@@ -143,18 +160,18 @@ impl BitmapSummary {
             k.bytes = get_varint(b)?;
         }
         let deltas = get_varint(b)?;
-        if !b.is_empty() {
-            return Err(bad_len());
-        }
-        Ok(BitmapSummary {
-            card,
-            min,
-            max,
-            containers,
-            sum,
-            kinds,
-            deltas,
-        })
+        Ok((
+            BitmapSummary {
+                card,
+                min,
+                max,
+                containers,
+                sum,
+                kinds,
+                deltas,
+            },
+            *b,
+        ))
     }
 }
 
@@ -278,7 +295,40 @@ impl KeyMeta {
         out
     }
 
-    /// Decodes `meta` value bytes, validating every field.
+    /// [`KeyMeta::encode`] with `(subkey, value)`, the key version's only
+    /// `data` entry, inline (module docs). The caller keeps to the
+    /// contract: a bitmap, a subkey of [`INLINE_SUBKEY`] bytes, a value of
+    /// 1 to [`INLINE_MAX`] bytes, and no `data` entry of the version
+    /// stored.
+    #[must_use]
+    pub fn encode_inline(&self, subkey: &[u8], value: &[u8]) -> Vec<u8> {
+        debug_assert!(matches!(self.summary, Summary::Bitmap(_)));
+        debug_assert_eq!(subkey.len(), INLINE_SUBKEY);
+        let mut out = self.encode();
+        out.reserve(subkey.len() + value.len());
+        out[2] |= FLAG_INLINE;
+        out.extend_from_slice(subkey);
+        out.extend_from_slice(value);
+        out
+    }
+
+    /// The inline `data` entry `(subkey, value)` of encoded meta bytes
+    /// ([`KeyMeta::encode_inline`]), `None` when they carry none.
+    ///
+    /// # Errors
+    /// `Corrupt` as [`KeyMeta::decode`].
+    pub fn inline_entry(bytes: &[u8]) -> Result<Option<(&[u8], &[u8])>> {
+        let (kind, flags, _, _) = Self::decode_header(bytes)?;
+        if kind != Kind::Bitmap.tag() || flags & FLAG_INLINE == 0 {
+            return Ok(None);
+        }
+        let (_, rest) = BitmapSummary::decode_prefix(&bytes[HEADER..])?;
+        check_tail(flags, rest)?;
+        Ok(Some(rest.split_at(INLINE_SUBKEY)))
+    }
+
+    /// Decodes `meta` value bytes, validating every field. A bitmap's
+    /// inline entry is checked for its length and skipped.
     ///
     /// # Errors
     /// `Corrupt` on an unknown format or kind, or a wrong length.
@@ -298,9 +348,18 @@ impl KeyMeta {
                         next_seq: u64::from_be_bytes(s.try_into().map_err(|_| bad_len())?),
                     }
                 }
-                3 => Summary::Bitmap(BitmapSummary::decode(rest)?),
+                3 => {
+                    let (s, tail) = BitmapSummary::decode_prefix(rest)?;
+                    check_tail(flags, tail)?;
+                    Summary::Bitmap(s)
+                }
                 k => return Err(StoreError::Corrupt(format!("unknown key kind {k}"))),
             };
+            if kind != 3 && flags & FLAG_INLINE != 0 {
+                return Err(StoreError::corrupt(
+                    "inline data entry on a key that is no bitmap",
+                ));
+            }
             Ok(KeyMeta {
                 version,
                 expire_at_ms,
@@ -326,7 +385,12 @@ impl KeyMeta {
     /// # Errors
     /// `Corrupt` as `decode`.
     pub fn decode_brief(bytes: &[u8]) -> Result<MetaBrief> {
-        let (kind, _, _, expire_at_ms) = Self::decode_header(bytes)?;
+        let (kind, flags, _, expire_at_ms) = Self::decode_header(bytes)?;
+        if kind != 3 && flags & FLAG_INLINE != 0 {
+            return Err(StoreError::corrupt(
+                "inline data entry on a key that is no bitmap",
+            ));
+        }
         let rest = bytes.len() - HEADER;
         let kind = match (kind, rest) {
             (0, _) => Kind::String,
@@ -334,7 +398,8 @@ impl KeyMeta {
             (2, 16) => Kind::Hash,
             (3, _) => {
                 // A few varints: validate them all, as `decode` would.
-                BitmapSummary::decode(&bytes[HEADER..])?;
+                let (_, tail) = BitmapSummary::decode_prefix(&bytes[HEADER..])?;
+                check_tail(flags, tail)?;
                 Kind::Bitmap
             }
             (1 | 2, _) => return Err(bad_len()),
@@ -352,11 +417,11 @@ impl KeyMeta {
     }
 
     /// True when encoded meta bytes name a key whose elements live in
-    /// `data` entries (any type but a string); false for bytes that do not
-    /// decode.
+    /// `data` entries (any type but a string, and a bitmap whose only
+    /// entry is inline); false for bytes that do not decode.
     #[must_use]
     pub fn bytes_have_data(bytes: &[u8]) -> bool {
-        Self::decode_header(bytes).is_ok_and(|h| h.0 != 0)
+        Self::decode_header(bytes).is_ok_and(|h| h.0 != 0 && h.1 & FLAG_INLINE == 0)
     }
 
     fn decode_header(bytes: &[u8]) -> Result<(u8, u8, u64, u64)> {
@@ -379,6 +444,21 @@ impl KeyMeta {
             u64::from_be_bytes(v),
             u64::from_be_bytes(e),
         ))
+    }
+}
+
+/// Checks what follows a bitmap's summary: an inline entry (a subkey and
+/// 1 to [`INLINE_MAX`] bytes of value) when `flags` says so, else nothing.
+fn check_tail(flags: u8, tail: &[u8]) -> Result<()> {
+    let ok = if flags & FLAG_INLINE == 0 {
+        tail.is_empty()
+    } else {
+        (INLINE_SUBKEY + 1..=INLINE_SUBKEY + INLINE_MAX).contains(&tail.len())
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(bad_len())
     }
 }
 
@@ -470,6 +550,40 @@ mod tests {
             assert_eq!(KeyMeta::decode_version(&b).unwrap(), m.version);
             assert_eq!(KeyMeta::decode_brief(&b).unwrap(), m.brief());
         }
+    }
+
+    #[test]
+    fn an_inline_entry_roundtrips_and_is_skipped_by_decode() {
+        let m = &samples()[3];
+        let b = m.encode_inline(&[0, 7], b"page bytes");
+        assert_eq!(KeyMeta::decode(&b).unwrap(), *m);
+        assert_eq!(KeyMeta::decode_brief(&b).unwrap(), m.brief());
+        assert_eq!(KeyMeta::decode_version(&b).unwrap(), m.version);
+        assert_eq!(
+            KeyMeta::inline_entry(&b).unwrap(),
+            Some((&[0u8, 7][..], &b"page bytes"[..]))
+        );
+        assert!(!KeyMeta::bytes_have_data(&b));
+        assert!(KeyMeta::bytes_have_data(&m.encode()));
+        assert_eq!(KeyMeta::inline_entry(&m.encode()).unwrap(), None);
+        // Every cut of the entry, and the flag without one, is `Corrupt`.
+        let plain = m.encode().len();
+        for n in plain..plain + 3 {
+            assert!(KeyMeta::decode(&b[..n]).is_err(), "cut at {n}");
+            assert!(KeyMeta::decode_brief(&b[..n]).is_err(), "cut at {n}");
+            assert!(KeyMeta::inline_entry(&b[..n]).is_err(), "cut at {n}");
+        }
+        // An entry too long to be inline, or on another type, is refused.
+        let long = m.encode_inline(&[0, 7], &vec![1u8; INLINE_MAX + 1]);
+        assert!(KeyMeta::decode(&long).is_err());
+        let mut set = samples()[1].encode();
+        set[2] |= FLAG_INLINE;
+        assert!(KeyMeta::decode(&set).is_err());
+        assert!(KeyMeta::decode_brief(&set).is_err());
+        // Bytes without the flag but with a tail stay refused.
+        let mut tail = m.encode();
+        tail.extend_from_slice(&[0, 7, 1]);
+        assert!(KeyMeta::decode(&tail).is_err());
     }
 
     #[test]

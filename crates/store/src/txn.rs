@@ -11,6 +11,7 @@ use crate::locks::Held;
 use crate::meta::{KeyMeta, Kind, MetaBrief};
 use crate::store::{counts_key, encode_counts, now_ms, Inner, Store};
 use crate::types::bitmap::BitmapTxnState;
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::iter::Peekable;
 use std::ops::Bound;
@@ -61,6 +62,29 @@ pub struct Txn {
     /// Set by [`Txn::read_after_commit`]: the commit leaves a snapshot of
     /// the `Kv` here, taken after its write, before its locks go.
     pub(crate) snapshot_cell: Option<crate::key_read::SnapshotCell>,
+    /// Key versions whose stored meta this `Txn` has examined for an
+    /// inline `data` entry ([`KeyMeta::inline_entry`]), by version:
+    /// `Some` when the stored meta carries one (see [`InlineStored`]).
+    /// Filled as stored meta is read, so only versions of keys this `Txn`
+    /// read; the read-only path fills only `Some`.
+    stored_inline: FxHashMap<u64, Option<InlineStored>>,
+}
+
+/// A key version whose stored data is one entry inside its stored meta
+/// value: the `Kv` holds no `data` entry of it, and the `Txn`'s data
+/// readers take this entry as what the `Kv` holds of the version. The
+/// commit decides again from what the version holds after it: one small
+/// entry stays inline, anything else is written out as `data` entries
+/// ([`Txn::settle_inline`]).
+struct InlineStored {
+    /// The key's meta key.
+    mk: Vec<u8>,
+    /// The stored meta, decoded (for a commit that changes the entry but
+    /// not the summary).
+    meta: KeyMeta,
+    /// The entry's full `data` key and its value.
+    dk: Vec<u8>,
+    value: Vec<u8>,
 }
 
 /// Takes items from `it` until their `size` reaches `max_bytes` (the item
@@ -119,6 +143,7 @@ impl Txn {
             defer_sync: false,
             bm: BitmapTxnState::default(),
             snapshot_cell: None,
+            stored_inline: FxHashMap::default(),
         }
     }
 
@@ -243,6 +268,7 @@ impl Txn {
             // or count.
             return Ok(Vec::new());
         }
+        self.rewrite_inline_metas();
         let meta = std::mem::take(&mut self.meta);
         // One entry per meta and data write, plus a count entry: most
         // commits add no expiry entries, so this is usually exact.
@@ -250,6 +276,8 @@ impl Txn {
         let mut batch = WriteBatch::with_capacity(writes + usize::from(writes > 0));
         let mut deltas = Deltas::default();
         let mut min_added_expiry = u64::MAX;
+        // Data keys not to write: entries kept inline in their meta.
+        let mut skip: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
         for (mk, MetaEntry { new, orig }) in meta {
             let (db, key) = keys::split_meta_key(&mk)?;
             let old_exp = orig;
@@ -271,15 +299,23 @@ impl Txn {
                     min_added_expiry = min_added_expiry.min(new_e);
                 }
             }
-            let value = new.as_ref().map(KeyMeta::encode);
             // A key version this Txn created has all its entries in this
-            // batch (unless some were spilled ahead): the memory tier may
-            // hold it as complete.
-            if let Some(m) = &new {
-                if !self.spilled && self.versions.contains(&m.version) {
-                    batch.note_complete(mk.clone(), m.version);
+            // batch (unless some were spilled ahead), and so has one whose
+            // stored data was inline: the memory tier may hold it as
+            // complete.
+            let value = match &new {
+                Some(m) => {
+                    let complete = (!self.spilled && self.versions.contains(&m.version))
+                        || self.inline_of(m.version).is_some();
+                    if complete {
+                        batch.note_complete(mk.clone(), m.version);
+                        Some(self.settle_inline(&mk, m, &mut batch, &mut skip)?)
+                    } else {
+                        Some(m.encode())
+                    }
                 }
-            }
+                None => None,
+            };
             match value {
                 Some(v) => batch.put(Space::Meta, mk, v),
                 None => batch.delete(Space::Meta, mk),
@@ -291,7 +327,18 @@ impl Txn {
         let bm = self.bm.prepare_commit(&self.inner, &mut batch, |dk| {
             self.data.get(dk).map(Option::as_deref)
         });
-        for (dk, v) in std::mem::take(&mut self.data) {
+        let mut data = std::mem::take(&mut self.data);
+        for (lo, hi) in skip {
+            let hi = hi.map_or(Bound::Unbounded, Bound::Excluded);
+            let gone: Vec<Vec<u8>> = data
+                .range::<[u8], _>((Bound::Included(&lo[..]), crate::kv::bound_slice(&hi)))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in gone {
+                data.remove(&k);
+            }
+        }
+        for (dk, v) in data {
             match v {
                 Some(v) => batch.put(Space::Data, dk, v),
                 None => batch.delete(Space::Data, dk),
@@ -378,6 +425,97 @@ impl Txn {
         Ok(())
     }
 
+    /// Gives a meta write to every key whose inline entry this `Txn`
+    /// changed without changing its meta (an edit that leaves the summary
+    /// as it was), so that the commit writes the entry back into it.
+    fn rewrite_inline_metas(&mut self) {
+        if self.stored_inline.is_empty() || self.data.is_empty() {
+            return;
+        }
+        for i in self.stored_inline.values().flatten() {
+            if self.meta.contains_key(&i.mk) {
+                continue;
+            }
+            let prefix = &i.dk[..i.dk.len() - crate::meta::INLINE_SUBKEY];
+            let touched = self
+                .data
+                .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
+                .next()
+                .is_some_and(|(k, _)| k.starts_with(prefix));
+            if touched {
+                self.meta.insert(
+                    i.mk.clone(),
+                    MetaEntry {
+                        new: Some(i.meta.clone()),
+                        orig: Some(i.meta.expire_at_ms),
+                    },
+                );
+            }
+        }
+    }
+
+    /// The meta value the commit writes for key `mk` at `m`, a version
+    /// whose every entry this `Txn` knows (created here, or inline in the
+    /// stored meta): a bitmap whose version then holds one entry of at
+    /// most [`crate::meta::INLINE_MAX`] bytes keeps it inline, and the
+    /// version's overlay entries go to `skip` (none reaches the `Kv`); a
+    /// version stored inline that no longer fits is written out whole
+    /// (its stored entry too, when this `Txn` left it as it was).
+    fn settle_inline(
+        &self,
+        mk: &[u8],
+        m: &KeyMeta,
+        batch: &mut WriteBatch,
+        skip: &mut Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    ) -> Result<Vec<u8>> {
+        if m.kind() != Kind::Bitmap {
+            return Ok(m.encode());
+        }
+        let (db, key) = keys::split_meta_key(mk)?;
+        let prefix = keys::data_prefix(db, key, m.version);
+        let end = crate::kv::prefix_end(&prefix);
+        let stored = self.inline_of(m.version);
+        // The version's entries after this `Txn`: the overlay over the
+        // stored inline entry.
+        let mut one: Option<(&[u8], &[u8])> = None;
+        let mut count = 0usize;
+        let hi = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        let mut stored_seen = false;
+        for (k, v) in self
+            .data
+            .range::<[u8], _>((Bound::Included(&prefix[..]), hi))
+        {
+            if stored.is_some_and(|i| i.dk == *k) {
+                stored_seen = true;
+            }
+            if let Some(v) = v {
+                count += 1;
+                one = Some((&k[prefix.len()..], v));
+            }
+        }
+        if let Some(i) = stored.filter(|_| !stored_seen) {
+            count += 1;
+            one = Some((&i.dk[prefix.len()..], &i.value));
+        }
+        match one {
+            Some((sub, v))
+                if count == 1
+                    && sub.len() == crate::meta::INLINE_SUBKEY
+                    && !v.is_empty()
+                    && v.len() <= crate::meta::INLINE_MAX =>
+            {
+                skip.push((prefix, end));
+                Ok(m.encode_inline(sub, v))
+            }
+            _ => {
+                if let Some(i) = stored.filter(|_| !stored_seen) {
+                    batch.put(Space::Data, i.dk.clone(), i.value.clone());
+                }
+                Ok(m.encode())
+            }
+        }
+    }
+
     // ----- meta ---------------------------------------------------------
 
     /// Reads meta as stored (expired or not), or as this `Txn` left it.
@@ -389,12 +527,72 @@ impl Txn {
         }
         // The write-back tier's state is newer than the `Kv`.
         if let Some(m) = self.inner.dirty.meta(mk) {
+            self.examine_stored(mk, m.version)?;
             return Ok(Some(m));
         }
         match self.inner.kv.get(Space::Meta, mk)? {
-            Some(b) => Ok(Some(KeyMeta::decode(&b)?)),
+            Some(b) => {
+                let m = KeyMeta::decode(&b)?;
+                self.note_inline(mk, &m, &b)?;
+                Ok(Some(m))
+            }
             None => Ok(None),
         }
+    }
+
+    /// Keeps the inline entry of stored meta `bytes` (decoded: `m`) of
+    /// key `mk`, if it carries one and this `Txn` does not have it yet.
+    fn note_inline(&mut self, mk: &[u8], m: &KeyMeta, bytes: &[u8]) -> Result<()> {
+        if matches!(self.stored_inline.get(&m.version), Some(Some(_))) {
+            return Ok(());
+        }
+        let Some((sub, value)) = KeyMeta::inline_entry(bytes)? else {
+            return Ok(());
+        };
+        let (db, key) = keys::split_meta_key(mk)?;
+        let inline = InlineStored {
+            mk: mk.to_vec(),
+            meta: m.clone(),
+            dk: keys::data_key(db, key, m.version, sub),
+            value: value.to_vec(),
+        };
+        self.stored_inline.insert(m.version, Some(inline));
+        Ok(())
+    }
+
+    /// Examines the stored meta of key `mk` for an inline entry of
+    /// `version`, once per version (for a key whose meta this `Txn` took
+    /// from elsewhere: the write-back tier's dirty map).
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt` reading the stored meta.
+    pub(crate) fn examine_stored(&mut self, mk: &[u8], version: u64) -> Result<()> {
+        if self.stored_inline.contains_key(&version) {
+            return Ok(());
+        }
+        if let Some(b) = self.inner.kv.get(Space::Meta, mk)? {
+            let m = KeyMeta::decode(&b)?;
+            if m.version == version {
+                self.note_inline(mk, &m, &b)?;
+            }
+        }
+        self.stored_inline.entry(version).or_insert(None);
+        Ok(())
+    }
+
+    /// The inline entry this `Txn` read as the stored data of `version`.
+    fn inline_of(&self, version: u64) -> Option<&InlineStored> {
+        if self.stored_inline.is_empty() {
+            return None;
+        }
+        self.stored_inline.get(&version).and_then(Option::as_ref)
+    }
+
+    /// True when the stored data of key version `version` is an inline
+    /// entry (which a small edit rewrites rather than adding a delta
+    /// entry beside it).
+    pub(crate) fn is_inline_version(&self, version: u64) -> bool {
+        self.inline_of(version).is_some()
     }
 
     /// Puts the absorbed meta of a dirty bitmap key into the overlay (its
@@ -546,7 +744,7 @@ impl Txn {
     /// entries are all in the overlay (versions are never reused). The
     /// data readers then skip the `Kv` (a new key costs no LSM read).
     fn stored_may_hold(&self, version: u64) -> bool {
-        self.spilled || !self.versions.contains(&version)
+        (self.spilled || !self.versions.contains(&version)) && self.inline_of(version).is_none()
     }
 
     /// A fresh version for a key without `data` entries (a string).
@@ -655,6 +853,9 @@ impl Txn {
         let dk = keys::KeyBuf::data(db, key, version, sub);
         if let Some(v) = self.data.get(&*dk) {
             return Ok(v.clone());
+        }
+        if let Some(i) = self.inline_of(version) {
+            return Ok((i.dk[..] == dk[..]).then(|| i.value.clone()));
         }
         self.inner.kv.get(Space::Data, &dk)
     }
@@ -957,7 +1158,14 @@ impl Txn {
         };
         let sb = crate::kv::bound_slice(&start);
         let eb = crate::kv::bound_slice(&end);
-        let kv: crate::kv::KvIter<'_> = if self.stored_may_hold(version) {
+        let kv: crate::kv::KvIter<'_> = if let Some(i) = self.inline_of(version) {
+            let within = within((sb, eb), &i.dk);
+            Box::new(
+                within
+                    .then(|| Ok((i.dk.clone(), i.value.clone())))
+                    .into_iter(),
+            )
+        } else if self.stored_may_hold(version) {
             self.inner.kv.range(Space::Data, sb, eb, reverse)
         } else {
             Box::new(std::iter::empty())
@@ -1037,6 +1245,17 @@ impl Txn {
             .checked_add(1)
             .map(|next| keys::KeyBuf::data(db, key, next, &[]));
         let pending = |hi: Bound<&[u8]>| self.data.range::<[u8], _>((lo, hi)).next().is_some();
+        if let (Some(i), Some(k)) = (self.inline_of(version), &hi_key) {
+            // The stored inline entry, in place, when this `Txn` has not
+            // written within the range.
+            if !pending(Bound::Excluded(k)) {
+                let plen = lo_key.len() - sub.len();
+                if within((lo, Bound::Excluded(k)), &i.dk) {
+                    f(&i.dk[plen..], &i.value);
+                }
+                return Ok(());
+            }
+        }
         let hi = match &hi_key {
             Some(k)
                 if self.stored_may_hold(version)
@@ -1106,7 +1325,9 @@ impl Txn {
             if crate::kv::range_is_empty(sb, eb) {
                 return Ok(None);
             }
-            let kv = if self.stored_may_hold(version) {
+            let kv = if let Some(i) = self.inline_of(version) {
+                within((sb, eb), &i.dk).then(|| (i.dk.clone(), i.value.clone()))
+            } else if self.stored_may_hold(version) {
                 self.inner.kv.range_first(Space::Data, sb, eb, reverse)?
             } else {
                 None
@@ -1135,6 +1356,21 @@ impl Txn {
             }
         }
     }
+}
+
+/// True when data key `k` lies within `(lo, hi)`.
+fn within((lo, hi): (Bound<&[u8]>, Bound<&[u8]>), k: &[u8]) -> bool {
+    let above = match lo {
+        Bound::Included(l) => k >= l,
+        Bound::Excluded(l) => k > l,
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(h) => k <= h,
+        Bound::Excluded(h) => k < h,
+        Bound::Unbounded => true,
+    };
+    above && below
 }
 
 /// One meta overlay entry.

@@ -102,7 +102,8 @@ impl Txn {
     ) -> Result<()> {
         account(e, hi, (old, &new), sum_delta);
         edits.note(hi, &new);
-        if let Some(ops) = ops.filter(|ops| Self::bm_delta_fits((old, n), ops, &new)) {
+        let inline = self.is_inline_version(e.meta.version);
+        if let Some(ops) = ops.filter(|ops| !inline && Self::bm_delta_fits((old, n), ops, &new)) {
             self.bm_put_delta(db, key, e, hi, n, (ops, &new, None));
             return Ok(());
         }
@@ -222,7 +223,9 @@ impl Txn {
         account(e, hi, (old, new), sum_delta);
         let version = e.meta.version;
         match ops {
-            Some(ops) if Self::bm_delta_fits((old, n), ops, new) => {
+            Some(ops)
+                if !self.is_inline_version(version) && Self::bm_delta_fits((old, n), ops, new) =>
+            {
                 self.bm_put_delta(db, key, e, hi, n, (ops, new, facts));
             }
             _ if new.is_empty() && old.is_none() => {}

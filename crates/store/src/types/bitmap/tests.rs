@@ -1170,3 +1170,92 @@ fn warming_a_cold_bitmap_makes_it_resident() {
         check(&mut t, key, &model);
     }
 }
+
+/// `(inline entry, data entries)` of bitmap `key` as the `Kv` holds them.
+fn stored_layout(st: &Store, key: &[u8]) -> (bool, usize) {
+    use crate::kv::Space;
+    use crate::meta::KeyMeta;
+    let mk = keys::meta_key(0, key);
+    let meta = st.inner.kv.get(Space::Meta, &mk).unwrap().unwrap();
+    let version = KeyMeta::decode_version(&meta).unwrap();
+    let prefix = keys::data_prefix(0, key, version);
+    let end = crate::kv::prefix_end(&prefix);
+    let data = st
+        .inner
+        .kv
+        .range(
+            Space::Data,
+            std::ops::Bound::Included(&prefix),
+            end.as_deref()
+                .map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded),
+            false,
+        )
+        .count();
+    (KeyMeta::inline_entry(&meta).unwrap().is_some(), data)
+}
+
+/// A bitmap whose data is one small entry is stored in its meta entry
+/// alone; once it needs more (or a bigger one) its entries move to `data`
+/// in the commit that grows it, and a new version starts inline again.
+/// Reads, RENAME and a reopen see the same bits throughout.
+#[test]
+fn a_small_bitmap_lives_in_its_meta_until_it_outgrows_one_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        Store::open(StoreConfig {
+            dir: Some(dir.path().to_path_buf()),
+            ..StoreConfig::default()
+        })
+        .unwrap()
+    };
+    let st = open();
+    let mut model = BTreeSet::new();
+    let edit = |st: &Store, offs: &[u32], model: &mut BTreeSet<u32>| {
+        let mut t = st.begin(&[(0, b"k")]);
+        t.tr_setbits(0, b"k", offs).unwrap();
+        t.commit().unwrap();
+        model.extend(offs);
+        let mut t = st.begin(&[(0, b"k")]);
+        check(&mut t, b"k", model);
+    };
+    edit(&st, &[5], &mut model);
+    assert_eq!(stored_layout(&st, b"k"), (true, 0), "one bit");
+    edit(&st, &[70_000, 140_000, 9], &mut model);
+    assert_eq!(stored_layout(&st, b"k"), (true, 0), "a page of three");
+    // A 1,000-value array is a single of 2 KB beside the page: two entries.
+    let many: Vec<u32> = (0..1000).map(|i| (5 << 16) | (i * 7)).collect();
+    edit(&st, &many, &mut model);
+    assert_eq!(stored_layout(&st, b"k"), (false, 2), "moved to data");
+    edit(&st, &[11], &mut model);
+    assert_eq!(stored_layout(&st, b"k"), (false, 2), "stays in data");
+    drop(st);
+    let st = open();
+    let mut t = st.begin(&[(0, b"k")]);
+    check(&mut t, b"k", &model);
+    t.commit().unwrap();
+    // A new version of the key starts inline again; RENAME keeps it so.
+    let mut t = st.begin(&[(0, b"k")]);
+    assert!(t.del(0, b"k").unwrap());
+    t.commit().unwrap();
+    model.clear();
+    edit(&st, &[1, 2, 3, 200_000], &mut model);
+    assert_eq!(stored_layout(&st, b"k"), (true, 0), "a new version");
+    let mut t = st.begin(&[(0, b"k"), (0, b"r")]);
+    assert!(t.rename(0, b"k", b"r", false).unwrap());
+    t.commit().unwrap();
+    assert_eq!(stored_layout(&st, b"r"), (true, 0), "renamed");
+    drop(st);
+    let st = open();
+    let mut t = st.begin(&[(0, b"r")]);
+    check(&mut t, b"r", &model);
+    // A clear that leaves one container keeps it inline; emptying the
+    // key's last container leaves no entry at all.
+    t.tr_clearbits(0, b"r", &[200_000]).unwrap();
+    t.commit().unwrap();
+    assert_eq!(stored_layout(&st, b"r"), (true, 0), "cleared a block");
+    let mut t = st.begin(&[(0, b"r")]);
+    t.tr_clearbits(0, b"r", &[1, 2, 3]).unwrap();
+    t.commit().unwrap();
+    let mut t = st.begin(&[(0, b"r")]);
+    check(&mut t, b"r", &BTreeSet::new());
+}

@@ -552,6 +552,12 @@ impl Txn {
         };
         let key = key.to_vec();
         let version = d.meta.version;
+        // The stored data may be inline in the stored meta, which the
+        // placement below reads as the version's entries.
+        if let Err(e) = self.examine_stored(mk, version) {
+            self.bm.failed.get_or_insert(e);
+            return;
+        }
         let mut s = summary_of(&d.meta);
         // In block order: the packer and `bm_place_many` take containers
         // ascending (the dirty map holds them in no order).
