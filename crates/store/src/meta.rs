@@ -327,47 +327,60 @@ impl KeyMeta {
         Ok(Some(rest.split_at(INLINE_SUBKEY)))
     }
 
+    /// [`KeyMeta::decode`], with where the inline entry starts in `bytes`
+    /// (its subkey's offset), if it has one: one pass over the summary.
+    ///
+    /// # Errors
+    /// `Corrupt` as [`KeyMeta::decode`].
+    pub fn decode_with_inline(bytes: &[u8]) -> Result<(KeyMeta, Option<usize>)> {
+        let (kind, flags, version, expire_at_ms) = Self::decode_header(bytes)?;
+        let rest = &bytes[HEADER..];
+        let mut inline_at = None;
+        let summary = match kind {
+            0 => Summary::String(rest.to_vec()),
+            1 => Summary::Set {
+                card: u64::from_be_bytes(exact::<8>(rest)?),
+            },
+            2 => {
+                let b = exact::<16>(rest)?;
+                let (l, s) = b.split_at(8);
+                Summary::Hash {
+                    len: u64::from_be_bytes(l.try_into().map_err(|_| bad_len())?),
+                    next_seq: u64::from_be_bytes(s.try_into().map_err(|_| bad_len())?),
+                }
+            }
+            3 => {
+                let (s, tail) = BitmapSummary::decode_prefix(rest)?;
+                check_tail(flags, tail)?;
+                if flags & FLAG_INLINE != 0 {
+                    inline_at = Some(bytes.len() - tail.len());
+                }
+                Summary::Bitmap(s)
+            }
+            k => return Err(StoreError::Corrupt(format!("unknown key kind {k}"))),
+        };
+        if kind != 3 && flags & FLAG_INLINE != 0 {
+            return Err(StoreError::corrupt(
+                "inline data entry on a key that is no bitmap",
+            ));
+        }
+        let m = KeyMeta {
+            version,
+            expire_at_ms,
+            big: flags & FLAG_BIG != 0,
+            noint: flags & FLAG_NOINT != 0,
+            summary,
+        };
+        Ok((m, inline_at))
+    }
+
     /// Decodes `meta` value bytes, validating every field. A bitmap's
     /// inline entry is checked for its length and skipped.
     ///
     /// # Errors
     /// `Corrupt` on an unknown format or kind, or a wrong length.
     pub fn decode(bytes: &[u8]) -> Result<KeyMeta> {
-        Self::decode_header(bytes).and_then(|(kind, flags, version, expire_at_ms)| {
-            let rest = &bytes[HEADER..];
-            let summary = match kind {
-                0 => Summary::String(rest.to_vec()),
-                1 => Summary::Set {
-                    card: u64::from_be_bytes(exact::<8>(rest)?),
-                },
-                2 => {
-                    let b = exact::<16>(rest)?;
-                    let (l, s) = b.split_at(8);
-                    Summary::Hash {
-                        len: u64::from_be_bytes(l.try_into().map_err(|_| bad_len())?),
-                        next_seq: u64::from_be_bytes(s.try_into().map_err(|_| bad_len())?),
-                    }
-                }
-                3 => {
-                    let (s, tail) = BitmapSummary::decode_prefix(rest)?;
-                    check_tail(flags, tail)?;
-                    Summary::Bitmap(s)
-                }
-                k => return Err(StoreError::Corrupt(format!("unknown key kind {k}"))),
-            };
-            if kind != 3 && flags & FLAG_INLINE != 0 {
-                return Err(StoreError::corrupt(
-                    "inline data entry on a key that is no bitmap",
-                ));
-            }
-            Ok(KeyMeta {
-                version,
-                expire_at_ms,
-                big: flags & FLAG_BIG != 0,
-                noint: flags & FLAG_NOINT != 0,
-                summary,
-            })
-        })
+        Self::decode_with_inline(bytes).map(|(m, _)| m)
     }
 
     /// The key's type and expire time.
@@ -414,6 +427,13 @@ impl KeyMeta {
     /// `Corrupt` when the header is malformed.
     pub fn decode_version(bytes: &[u8]) -> Result<u64> {
         Self::decode_header(bytes).map(|h| h.2)
+    }
+
+    /// True when encoded meta bytes carry an inline entry (by their
+    /// header's flag alone; [`KeyMeta::inline_entry`] validates it).
+    #[must_use]
+    pub fn bytes_have_inline(bytes: &[u8]) -> bool {
+        bytes.len() >= HEADER && bytes[1] == Kind::Bitmap.tag() && bytes[2] & FLAG_INLINE != 0
     }
 
     /// True when encoded meta bytes name a key whose elements live in

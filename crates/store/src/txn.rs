@@ -72,19 +72,17 @@ pub struct Txn {
 
 /// A key version whose stored data is one entry inside its stored meta
 /// value: the `Kv` holds no `data` entry of it, and the `Txn`'s data
-/// readers take this entry as what the `Kv` holds of the version. The
-/// commit decides again from what the version holds after it: one small
-/// entry stays inline, anything else is written out as `data` entries
-/// ([`Txn::settle_inline`]).
+/// readers take this entry, read in place from the stored meta
+/// ([`Txn::visit_inline`]; the key is locked, so it stays as it was), as
+/// what the `Kv` holds of the version. The commit decides again from what
+/// the version holds after it: one small entry stays inline, anything
+/// else is written out as `data` entries ([`Txn::settle_inline`]).
+#[derive(Clone, Copy)]
 struct InlineStored {
-    /// The key's meta key.
-    mk: Vec<u8>,
-    /// The stored meta, decoded (for a commit that changes the entry but
-    /// not the summary).
-    meta: KeyMeta,
-    /// The entry's full `data` key and its value.
-    dk: Vec<u8>,
-    value: Vec<u8>,
+    /// The entry's subkey.
+    sub: [u8; crate::meta::INLINE_SUBKEY],
+    /// Where the entry (its subkey) starts in the stored meta value.
+    at: usize,
 }
 
 /// Takes items from `it` until their `size` reaches `max_bytes` (the item
@@ -268,7 +266,7 @@ impl Txn {
             // or count.
             return Ok(Vec::new());
         }
-        self.rewrite_inline_metas();
+        self.rewrite_inline_metas()?;
         let meta = std::mem::take(&mut self.meta);
         // One entry per meta and data write, plus a count entry: most
         // commits add no expiry entries, so this is usually exact.
@@ -428,30 +426,29 @@ impl Txn {
     /// Gives a meta write to every key whose inline entry this `Txn`
     /// changed without changing its meta (an edit that leaves the summary
     /// as it was), so that the commit writes the entry back into it.
-    fn rewrite_inline_metas(&mut self) {
+    fn rewrite_inline_metas(&mut self) -> Result<()> {
         if self.stored_inline.is_empty() || self.data.is_empty() {
-            return;
+            return Ok(());
         }
-        for i in self.stored_inline.values().flatten() {
-            if self.meta.contains_key(&i.mk) {
+        let mut rewrite: Vec<Vec<u8>> = Vec::new();
+        for dk in self.data.keys() {
+            let p = keys::split_data_key(dk)?;
+            if self.inline_of(p.version).is_none() {
                 continue;
             }
-            let prefix = &i.dk[..i.dk.len() - crate::meta::INLINE_SUBKEY];
-            let touched = self
-                .data
-                .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
-                .next()
-                .is_some_and(|(k, _)| k.starts_with(prefix));
-            if touched {
-                self.meta.insert(
-                    i.mk.clone(),
-                    MetaEntry {
-                        new: Some(i.meta.clone()),
-                        orig: Some(i.meta.expire_at_ms),
-                    },
-                );
+            let mk = keys::meta_key(p.db, p.key);
+            if !self.meta.contains_key(&mk) && rewrite.last() != Some(&mk) {
+                rewrite.push(mk);
             }
         }
+        for mk in rewrite {
+            if let Some(b) = self.inner.kv.get(Space::Meta, &mk)? {
+                let m = KeyMeta::decode(&b)?;
+                let orig = Some(m.expire_at_ms);
+                self.meta.insert(mk, MetaEntry { new: Some(m), orig });
+            }
+        }
+        Ok(())
     }
 
     /// The meta value the commit writes for key `mk` at `m`, a version
@@ -474,28 +471,32 @@ impl Txn {
         let (db, key) = keys::split_meta_key(mk)?;
         let prefix = keys::data_prefix(db, key, m.version);
         let end = crate::kv::prefix_end(&prefix);
-        let stored = self.inline_of(m.version);
+        // The stored inline entry, when this `Txn` left it as it was.
+        let mut stored = self.inline_of(m.version);
         // The version's entries after this `Txn`: the overlay over the
         // stored inline entry.
         let mut one: Option<(&[u8], &[u8])> = None;
         let mut count = 0usize;
         let hi = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-        let mut stored_seen = false;
         for (k, v) in self
             .data
             .range::<[u8], _>((Bound::Included(&prefix[..]), hi))
         {
-            if stored.is_some_and(|i| i.dk == *k) {
-                stored_seen = true;
+            if stored.is_some_and(|i| k[prefix.len()..] == i.sub) {
+                stored = None;
             }
             if let Some(v) = v {
                 count += 1;
                 one = Some((&k[prefix.len()..], v));
             }
         }
-        if let Some(i) = stored.filter(|_| !stored_seen) {
+        let kept = match stored {
+            Some(i) => self.inline_entry_of((db, key, m.version), i)?,
+            None => None,
+        };
+        if let Some((dk, v)) = &kept {
             count += 1;
-            one = Some((&i.dk[prefix.len()..], &i.value));
+            one = Some((&dk[prefix.len()..], v));
         }
         match one {
             Some((sub, v))
@@ -508,8 +509,8 @@ impl Txn {
                 Ok(m.encode_inline(sub, v))
             }
             _ => {
-                if let Some(i) = stored.filter(|_| !stored_seen) {
-                    batch.put(Space::Data, i.dk.clone(), i.value.clone());
+                if let Some((dk, v)) = kept {
+                    batch.put(Space::Data, dk, v);
                 }
                 Ok(m.encode())
             }
@@ -530,34 +531,30 @@ impl Txn {
             self.examine_stored(mk, m.version)?;
             return Ok(Some(m));
         }
-        match self.inner.kv.get(Space::Meta, mk)? {
-            Some(b) => {
-                let m = KeyMeta::decode(&b)?;
-                self.note_inline(mk, &m, &b)?;
+        let mut read = None;
+        self.inner
+            .kv
+            .get_visit(Space::Meta, mk, &mut |b| read = Some(decode_stored(b)))?;
+        match read {
+            Some(r) => {
+                let (m, entry) = r?;
+                if let Some((sub, at)) = entry {
+                    self.note_inline(m.version, sub, at);
+                }
                 Ok(Some(m))
             }
             None => Ok(None),
         }
     }
 
-    /// Keeps the inline entry of stored meta `bytes` (decoded: `m`) of
-    /// key `mk`, if it carries one and this `Txn` does not have it yet.
-    fn note_inline(&mut self, mk: &[u8], m: &KeyMeta, bytes: &[u8]) -> Result<()> {
-        if matches!(self.stored_inline.get(&m.version), Some(Some(_))) {
-            return Ok(());
+    /// Notes that the stored meta of key version `version` carries its
+    /// only entry inline, under subkey `sub`, at offset `at`.
+    fn note_inline(&mut self, version: u64, sub: [u8; 2], at: usize) {
+        if self.stored_inline.capacity() == 0 {
+            self.stored_inline.reserve(INLINE_KEYS_HINT);
         }
-        let Some((sub, value)) = KeyMeta::inline_entry(bytes)? else {
-            return Ok(());
-        };
-        let (db, key) = keys::split_meta_key(mk)?;
-        let inline = InlineStored {
-            mk: mk.to_vec(),
-            meta: m.clone(),
-            dk: keys::data_key(db, key, m.version, sub),
-            value: value.to_vec(),
-        };
-        self.stored_inline.insert(m.version, Some(inline));
-        Ok(())
+        self.stored_inline
+            .insert(version, Some(InlineStored { sub, at }));
     }
 
     /// Examines the stored meta of key `mk` for an inline entry of
@@ -570,22 +567,70 @@ impl Txn {
         if self.stored_inline.contains_key(&version) {
             return Ok(());
         }
-        if let Some(b) = self.inner.kv.get(Space::Meta, mk)? {
-            let m = KeyMeta::decode(&b)?;
-            if m.version == version {
-                self.note_inline(mk, &m, &b)?;
+        let mut read = None;
+        self.inner
+            .kv
+            .get_visit(Space::Meta, mk, &mut |b| read = Some(decode_stored(b)))?;
+        if let Some(r) = read {
+            let (m, entry) = r?;
+            if let (true, Some((sub, at))) = (m.version == version, entry) {
+                self.note_inline(version, sub, at);
             }
         }
         self.stored_inline.entry(version).or_insert(None);
         Ok(())
     }
 
+    /// `f(subkey, value)` of the inline entry `i`, read in place from the
+    /// stored meta; `None` when the stored meta no longer carries it (a
+    /// flush of its database in this `Txn`).
+    ///
+    /// # Errors
+    /// `Io` / `Corrupt` reading the stored meta.
+    fn visit_inline<T>(
+        &self,
+        (db, key): (u16, &[u8]),
+        i: InlineStored,
+        f: impl FnOnce(&[u8], &[u8]) -> T,
+    ) -> Result<Option<T>> {
+        let mut f = Some(f);
+        let mut out = None;
+        let mk = keys::KeyBuf::meta(db, key);
+        self.inner.kv.get_visit(Space::Meta, &mk, &mut |b| {
+            // Where `note_inline` found it (the key is locked); checked,
+            // and decoded again if the bytes differ.
+            let entry = match b.get(i.at..) {
+                Some(e) if KeyMeta::bytes_have_inline(b) && e.len() > 2 && e[..2] == i.sub => {
+                    Ok(Some(e.split_at(2)))
+                }
+                _ => KeyMeta::inline_entry(b),
+            };
+            out = Some(entry.map(|e| {
+                e.filter(|(sub, _)| *sub == i.sub)
+                    .and_then(|(sub, v)| f.take().map(|f| f(sub, v)))
+            }));
+        })?;
+        Ok(out.transpose()?.flatten())
+    }
+
+    /// The inline entry `i` of key version `(db, key, version)` as `(full
+    /// data key, value)`, copied.
+    fn inline_entry_of(
+        &self,
+        (db, key, version): (u16, &[u8], u64),
+        i: InlineStored,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.visit_inline((db, key), i, |sub, v| {
+            (keys::data_key(db, key, version, sub), v.to_vec())
+        })
+    }
+
     /// The inline entry this `Txn` read as the stored data of `version`.
-    fn inline_of(&self, version: u64) -> Option<&InlineStored> {
+    fn inline_of(&self, version: u64) -> Option<InlineStored> {
         if self.stored_inline.is_empty() {
             return None;
         }
-        self.stored_inline.get(&version).and_then(Option::as_ref)
+        self.stored_inline.get(&version).copied().flatten()
     }
 
     /// True when the stored data of key version `version` is an inline
@@ -855,7 +900,10 @@ impl Txn {
             return Ok(v.clone());
         }
         if let Some(i) = self.inline_of(version) {
-            return Ok((i.dk[..] == dk[..]).then(|| i.value.clone()));
+            if *sub != i.sub {
+                return Ok(None);
+            }
+            return self.visit_inline((db, key), i, |_, v| v.to_vec());
         }
         self.inner.kv.get(Space::Data, &dk)
     }
@@ -1159,12 +1207,13 @@ impl Txn {
         let sb = crate::kv::bound_slice(&start);
         let eb = crate::kv::bound_slice(&end);
         let kv: crate::kv::KvIter<'_> = if let Some(i) = self.inline_of(version) {
-            let within = within((sb, eb), &i.dk);
-            Box::new(
-                within
-                    .then(|| Ok((i.dk.clone(), i.value.clone())))
-                    .into_iter(),
-            )
+            let dk = keys::KeyBuf::data(db, key, version, &i.sub);
+            let entry = if within((sb, eb), &dk) {
+                self.inline_entry_of((db, key, version), i).transpose()
+            } else {
+                None
+            };
+            Box::new(entry.into_iter())
         } else if self.stored_may_hold(version) {
             self.inner.kv.range(Space::Data, sb, eb, reverse)
         } else {
@@ -1249,9 +1298,9 @@ impl Txn {
             // The stored inline entry, in place, when this `Txn` has not
             // written within the range.
             if !pending(Bound::Excluded(k)) {
-                let plen = lo_key.len() - sub.len();
-                if within((lo, Bound::Excluded(k)), &i.dk) {
-                    f(&i.dk[plen..], &i.value);
+                let dk = keys::KeyBuf::data(db, key, version, &i.sub);
+                if within((lo, Bound::Excluded(k)), &dk) {
+                    self.visit_inline((db, key), i, |s, v| f(s, v))?;
                 }
                 return Ok(());
             }
@@ -1326,7 +1375,11 @@ impl Txn {
                 return Ok(None);
             }
             let kv = if let Some(i) = self.inline_of(version) {
-                within((sb, eb), &i.dk).then(|| (i.dk.clone(), i.value.clone()))
+                if within((sb, eb), &keys::KeyBuf::data(db, key, version, &i.sub)) {
+                    self.inline_entry_of((db, key, version), i)?
+                } else {
+                    None
+                }
             } else if self.stored_may_hold(version) {
                 self.inner.kv.range_first(Space::Data, sb, eb, reverse)?
             } else {
@@ -1357,6 +1410,21 @@ impl Txn {
         }
     }
 }
+
+/// Stored meta bytes decoded, with the subkey of their inline entry and
+/// where it starts.
+fn decode_stored(b: &[u8]) -> Result<(KeyMeta, Option<InlineAt>)> {
+    let (m, at) = KeyMeta::decode_with_inline(b)?;
+    let entry = at.and_then(|at| Some((b.get(at..at + 2)?.try_into().ok()?, at)));
+    Ok((m, entry))
+}
+
+/// An inline entry's subkey and where it starts in its meta value.
+type InlineAt = ([u8; crate::meta::INLINE_SUBKEY], usize);
+
+/// Inline keys a `Txn` makes room for when it meets its first (an EXEC
+/// of reads over many small bitmaps meets one per key).
+const INLINE_KEYS_HINT: usize = 16;
 
 /// True when data key `k` lies within `(lo, hi)`.
 fn within((lo, hi): (Bound<&[u8]>, Bound<&[u8]>), k: &[u8]) -> bool {

@@ -211,6 +211,16 @@ pub trait KvRead: Send + Sync {
     /// `Io` when the underlying store fails.
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Vec<u8>>>;
 
+    /// Calls `f` with the value of `key` in `space`, borrowed, if present;
+    /// returns whether it was. An engine that holds the value in memory
+    /// (the memory tier) hands it over without a copy.
+    ///
+    /// # Errors
+    /// `Io` when the underlying store fails.
+    fn get_visit(&self, space: Space, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        Ok(self.get(space, key)?.map(|v| f(&v)).is_some())
+    }
+
     /// Entries with `start <= key < end` (per the bounds), ascending, or
     /// descending when `reverse`. Errors are yielded by the iterator.
     fn range(

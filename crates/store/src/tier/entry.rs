@@ -106,7 +106,7 @@ impl Entry {
     /// the head of its first data entries) into cache: a hint, so that
     /// the keys of a transaction or a pipeline are fetched together.
     pub(crate) fn prefetch(&self) {
-        crate::prefetch::bytes(&self.head, 2);
+        crate::prefetch::bytes(&self.head, HEAD_LINES);
         self.data.prefetch();
     }
 
@@ -236,6 +236,12 @@ impl Entry {
 /// Cache lines of a found entry's value that [`first_present`] asks for:
 /// half a set page, about what a membership scan reads.
 const FOUND_VALUE_LINES: usize = 8;
+
+/// Cache lines of an entry's key and meta that [`Entry::prefetch`] asks
+/// for: a meta that carries its bitmap's page inline (`meta::FLAG_INLINE`)
+/// is about ten, like a data entry's value (`data_map`'s `VALUE_LINES`);
+/// other metas are one or two, and the hint stops at the end.
+const HEAD_LINES: usize = 12;
 
 /// Entries of one key, full `data` key and value, in scan order.
 pub(crate) type Entries = Vec<(Vec<u8>, Vec<u8>)>;

@@ -475,6 +475,25 @@ impl TieredKv {
         Ok(m)
     }
 
+    /// [`KvRead::get_visit`] of a `Meta` key: the resident meta in place,
+    /// else as [`TieredKv::get_meta`] reads and fills it.
+    fn visit_meta(&self, mk: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        {
+            let mut s = self.tier.shard_of(mk).lock();
+            if let Some(e) = s.get_mut(mk) {
+                if let Some(m) = e.meta() {
+                    let found = m.map(&mut *f).is_some();
+                    e.data.prefetch();
+                    self.tier.touch(e);
+                    drop(s);
+                    self.hit();
+                    return Ok(found);
+                }
+            }
+        }
+        Ok(self.get_meta(mk)?.map(|v| f(&v)).is_some())
+    }
+
     fn get_data(&self, key: &[u8], plen: usize) -> Result<Option<Vec<u8>>> {
         let tk = tier_key_of_data(&key[..plen]);
         let suffix = &key[plen..];
@@ -826,6 +845,13 @@ impl KvRead for TieredKv {
             },
             Space::Expiry => self.inner.get(space, key),
         }
+    }
+
+    fn get_visit(&self, space: Space, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        if space == Space::Meta && !is_internal(key) {
+            return self.visit_meta(key, f);
+        }
+        Ok(self.get(space, key)?.map(|v| f(&v)).is_some())
     }
 
     fn range(
