@@ -229,15 +229,16 @@ pub struct Store {
 
 /// The store format this build writes: 4 = a bitmap whose data is one
 /// small entry keeps it in its meta entry (`meta::KeyMeta::inline_entry`;
-/// format 3 kept every entry in `data`, which format 4 reads as is, and
-/// would find no data for such a key); 3 = set members in pages
+/// format 3 kept every entry in `data`, which format 4 reads as is; a
+/// format-3 build's meta decoder refuses such a meta as corrupt); 3 = set
+/// members in pages
 /// (`types::sets::page`; format 2 stored one entry per member, which
 /// format 3 reads as one-member pages); 2 = bitmaps in packed pages
 /// (`types::bitmap::page`; 1, unrecorded, was one entry per container,
 /// which later formats read as is). A directory of a higher format is
 /// refused at open, so a format-2 build never takes a set page's members
-/// for its last one alone, and a format-3 build never takes an inline
-/// bitmap for an empty one.
+/// for its last one alone, and a format-3 build never answers errors for
+/// the inline bitmaps of a directory it would open.
 pub const STORE_FORMAT: u64 = 4;
 
 /// `meta` key of the store format record.
