@@ -21,9 +21,13 @@
 //!   it from a cursor in time order. Per-database key / expire counters are
 //!   persisted records in `meta` under the reserved database `0xFFFF`,
 //!   updated in the same batch.
-//! - Strings live inline in `meta`; a set is one `data` entry per member, a
-//!   hash one per field (value = insertion sequence | value, to replay
-//!   Redis's listpack order). Cardinalities live in the meta summary.
+//! - Strings live inline in `meta`, and so does a bitmap whose data is one
+//!   entry of at most 2 KiB ([`meta::FLAG_INLINE`]); a set's members are
+//!   `data` entries in pages of about a kilobyte (`types::sets::page`), a
+//!   hash is one entry per field (value = insertion sequence | value, to
+//!   replay Redis's listpack order), a bitmap's containers are packed
+//!   pages or singles (`types::bitmap::page`). Cardinalities live in the
+//!   meta summary.
 //! - Limits that Redis does not have: an entry key (prefix + key, plus
 //!   member / field for elements) is at most 65,535 bytes (fjall's limit),
 //!   reported as `StoreError::KeyTooLong`.
