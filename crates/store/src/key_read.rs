@@ -102,18 +102,16 @@ impl KeyRead {
 
     /// The `data` entries `(subkey, value)` of the key version from block
     /// `fhi`'s entry to the one holding block `ehi` (which may be a page
-    /// under a later key) with their deltas, in order; `to_end` bounds
-    /// the version's entries (`prefix`: their common prefix).
+    /// under a later key; the fold stops past `ehi`) with their deltas,
+    /// in order.
     ///
     /// # Errors
     /// `Io` from the seek.
-    fn entries_within<'a>(
-        &self,
-        kv: &'a dyn KvRead,
-        (fhi, ehi): (u16, u16),
-        (prefix, to_end): (&[u8], Bound<&[u8]>),
-    ) -> Result<KvIter<'a>> {
+    fn entries_within<'a>(&self, kv: &'a dyn KvRead, (fhi, ehi): (u16, u16)) -> Result<KvIter<'a>> {
         let v = self.meta.version;
+        let prefix = keys::data_prefix(self.db, &self.key, v);
+        let pend = crate::kv::prefix_end(&prefix);
+        let to_end = pend.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let plen = prefix.len();
         let first = keys::data_key(self.db, &self.key, v, &fhi.to_be_bytes());
         let holder = kv.range_first(
@@ -165,11 +163,6 @@ impl KeyRead {
         }
         let (fhi, ehi) = ((from >> 16) as u16, (end >> 16) as u16);
         let v = self.meta.version;
-        // From block `fhi`'s entry to the version's end: the entry holding
-        // block `ehi` may be a page under a later key; the fold stops past
-        // `ehi`.
-        let prefix = keys::data_prefix(self.db, &self.key, v);
-        let pend = crate::kv::prefix_end(&prefix);
         let kv = self.kv()?;
         // A key whose only entry is inline in its meta has none in `data`.
         let inline = match kv.get(Space::Meta, &keys::meta_key(self.db, &self.key))? {
@@ -178,10 +171,9 @@ impl KeyRead {
             }
             _ => None,
         };
-        let to_end = pend.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let entries: KvIter<'_> = match inline {
             Some(e) => Box::new(std::iter::once(Ok(e))),
-            None => self.entries_within(kv, (fhi, ehi), (&prefix, to_end))?,
+            None => self.entries_within(kv, (fhi, ehi))?,
         };
         let mut given = 0usize;
         for block in Folded::within(entries, false, (fhi, ehi)) {

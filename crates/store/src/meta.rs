@@ -318,13 +318,12 @@ impl KeyMeta {
     /// # Errors
     /// `Corrupt` as [`KeyMeta::decode`].
     pub fn inline_entry(bytes: &[u8]) -> Result<Option<(&[u8], &[u8])>> {
-        let (kind, flags, _, _) = Self::decode_header(bytes)?;
-        if kind != Kind::Bitmap.tag() || flags & FLAG_INLINE == 0 {
+        if !Self::bytes_have_inline(bytes) {
+            Self::decode_header(bytes)?;
             return Ok(None);
         }
-        let (_, rest) = BitmapSummary::decode_prefix(&bytes[HEADER..])?;
-        check_tail(flags, rest)?;
-        Ok(Some(rest.split_at(INLINE_SUBKEY)))
+        let (_, at) = Self::decode_with_inline(bytes)?;
+        Ok(at.map(|at| bytes[at..].split_at(INLINE_SUBKEY)))
     }
 
     /// [`KeyMeta::decode`], with where the inline entry starts in `bytes`
@@ -334,6 +333,7 @@ impl KeyMeta {
     /// `Corrupt` as [`KeyMeta::decode`].
     pub fn decode_with_inline(bytes: &[u8]) -> Result<(KeyMeta, Option<usize>)> {
         let (kind, flags, version, expire_at_ms) = Self::decode_header(bytes)?;
+        check_inline_kind(kind, flags)?;
         let rest = &bytes[HEADER..];
         let mut inline_at = None;
         let summary = match kind {
@@ -359,11 +359,6 @@ impl KeyMeta {
             }
             k => return Err(StoreError::Corrupt(format!("unknown key kind {k}"))),
         };
-        if kind != 3 && flags & FLAG_INLINE != 0 {
-            return Err(StoreError::corrupt(
-                "inline data entry on a key that is no bitmap",
-            ));
-        }
         let m = KeyMeta {
             version,
             expire_at_ms,
@@ -399,11 +394,7 @@ impl KeyMeta {
     /// `Corrupt` as `decode`.
     pub fn decode_brief(bytes: &[u8]) -> Result<MetaBrief> {
         let (kind, flags, _, expire_at_ms) = Self::decode_header(bytes)?;
-        if kind != 3 && flags & FLAG_INLINE != 0 {
-            return Err(StoreError::corrupt(
-                "inline data entry on a key that is no bitmap",
-            ));
-        }
+        check_inline_kind(kind, flags)?;
         let rest = bytes.len() - HEADER;
         let kind = match (kind, rest) {
             (0, _) => Kind::String,
@@ -465,6 +456,16 @@ impl KeyMeta {
             u64::from_be_bytes(e),
         ))
     }
+}
+
+/// Refuses the inline flag on a key of kind `kind` that is no bitmap.
+fn check_inline_kind(kind: u8, flags: u8) -> Result<()> {
+    if kind != Kind::Bitmap.tag() && flags & FLAG_INLINE != 0 {
+        return Err(StoreError::corrupt(
+            "inline data entry on a key that is no bitmap",
+        ));
+    }
+    Ok(())
 }
 
 /// Checks what follows a bitmap's summary: an inline entry (a subkey and

@@ -443,27 +443,36 @@ impl TieredKv {
     }
 
     fn get_meta(&self, mk: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut out = None;
+        self.visit_meta(mk, &mut |m| out = Some(m.to_vec()))?;
+        Ok(out)
+    }
+
+    /// [`KvRead::get_visit`] of a `Meta` key: `f` gets the resident meta
+    /// in place (under its shard's lock); on a miss, the meta as read from
+    /// the LSM store, which fills the tier.
+    fn visit_meta(&self, mk: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
         let shard = self.tier.shard_of(mk);
         let gen = {
             let mut s = shard.lock();
             match s.get_mut(mk) {
                 Some(e) => {
                     if let Some(m) = e.meta() {
-                        let m = m.map(<[u8]>::to_vec);
+                        let found = m.map(&mut *f).is_some();
                         // A command reads the data next, if it has any:
                         // its misses overlap the decoding of the meta.
                         e.data.prefetch();
                         self.tier.touch(e);
                         drop(s);
                         self.hit();
-                        return Ok(m);
+                        return Ok(found);
                     }
                 }
                 // No LSM read, and no entry kept for the absence.
                 None if self.tier.knows_absent(mk) => {
                     drop(s);
                     self.hit();
-                    return Ok(None);
+                    return Ok(false);
                 }
                 None => {}
             }
@@ -472,26 +481,7 @@ impl TieredKv {
         self.miss();
         let m = self.inner.get(Space::Meta, mk)?;
         self.tier.fill(mk, gen, |e| e.set_meta(m.as_deref()));
-        Ok(m)
-    }
-
-    /// [`KvRead::get_visit`] of a `Meta` key: the resident meta in place,
-    /// else as [`TieredKv::get_meta`] reads and fills it.
-    fn visit_meta(&self, mk: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
-        {
-            let mut s = self.tier.shard_of(mk).lock();
-            if let Some(e) = s.get_mut(mk) {
-                if let Some(m) = e.meta() {
-                    let found = m.map(&mut *f).is_some();
-                    e.data.prefetch();
-                    self.tier.touch(e);
-                    drop(s);
-                    self.hit();
-                    return Ok(found);
-                }
-            }
-        }
-        Ok(self.get_meta(mk)?.map(|v| f(&v)).is_some())
+        Ok(m.map(|v| f(&v)).is_some())
     }
 
     fn get_data(&self, key: &[u8], plen: usize) -> Result<Option<Vec<u8>>> {

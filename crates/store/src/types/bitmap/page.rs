@@ -58,6 +58,9 @@ pub const STANDALONE_BYTES: usize = DELTA_MIN_BYTES;
 /// bytes (header, blocks and containers).
 pub const PAGE_BYTES: usize = 2048;
 
+// A page of one key's only entry fits inline in its meta (`meta::INLINE_MAX`).
+const _: () = assert!(PAGE_BYTES <= crate::meta::INLINE_MAX);
+
 /// Most containers one page holds.
 pub const MAX_CONTAINERS: usize = 255;
 
