@@ -22,92 +22,84 @@ const SMALL_MAX: usize = 32;
 /// for: a sparse bitmap's page of 100 values is about ten.
 const VALUE_LINES: usize = 12;
 
-/// The ordered map (see the module docs).
-pub(crate) enum DataMap {
+/// The entries of a [`DataMap::range`], either way.
+pub(crate) type RangeIter<'a> = Box<dyn DoubleEndedIterator<Item = (&'a [u8], &'a Value)> + 'a>;
+
+/// Bytes counted for a [`DataMap`] that holds entries: its own
+/// allocation (the map's header, 48 bytes) in the allocator's size class.
+pub(crate) const MAP_OVERHEAD: usize = 64;
+
+/// The ordered map (see the module docs): one pointer in a resident
+/// key's entry, nothing allocated while the key has no data entries.
+///
+/// Why: a key's [`super::entry::Entry`] sits in a bucket of its shard's
+/// hash table, and the table's spare buckets cost as much as full ones.
+/// Most keys of a many-key population have no data entries at all (a
+/// string, a bitmap inline in its meta), and the map held inline took 48
+/// of the entry's 104 bytes for them. A key with data entries pays one
+/// more pointer to follow.
+#[derive(Default)]
+pub(crate) struct DataMap(Option<Box<Map>>);
+
+/// A non-empty map's entries.
+enum Map {
     Small(Vec<(Box<[u8]>, Value)>),
     Big(Headed),
 }
-
-impl Default for DataMap {
-    fn default() -> Self {
-        DataMap::Small(Vec::new())
-    }
-}
-
-/// The entries of a [`DataMap::range`], either way.
-pub(crate) type RangeIter<'a> = Box<dyn DoubleEndedIterator<Item = (&'a [u8], &'a Value)> + 'a>;
 
 impl DataMap {
     /// A map of `entries`, ascending by suffix without repeats (a whole
     /// key as loaded).
     pub(crate) fn from_sorted(entries: Vec<(Box<[u8]>, Value)>) -> Self {
-        if entries.len() <= SMALL_MAX {
-            let mut v = entries;
-            v.shrink_to_fit();
-            DataMap::Small(v)
-        } else {
-            DataMap::Big(Headed::from_sorted(entries))
+        if entries.is_empty() {
+            return DataMap(None);
         }
+        DataMap(Some(Box::new(Map::from_sorted(entries))))
     }
 
     /// Number of entries (tests).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        match self {
-            DataMap::Small(v) => v.len(),
-            DataMap::Big(m) => m.len(),
-        }
+        self.0.as_ref().map_or(0, |m| m.len())
     }
 
     /// True without entries (tests).
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.0.is_none()
+    }
+
+    /// Bytes counted for the map besides its entries: [`MAP_OVERHEAD`]
+    /// while it holds any, else 0.
+    pub(crate) fn overhead(&self) -> usize {
+        if self.0.is_some() {
+            MAP_OVERHEAD
+        } else {
+            0
+        }
     }
 
     /// The entry of `suffix`, if the map has one.
     pub(crate) fn get(&self, suffix: &[u8]) -> Option<&Value> {
-        match self {
-            DataMap::Small(v) => v
-                .binary_search_by(|(k, _)| (**k).cmp(suffix))
-                .ok()
-                .map(|i| &v[i].1),
-            DataMap::Big(m) => m.get(suffix),
-        }
+        self.0.as_ref()?.get(suffix)
     }
 
     /// Sets the entry of `suffix`; returns the one it replaces.
     pub(crate) fn insert(&mut self, suffix: &[u8], value: Value) -> Option<Value> {
-        match self {
-            DataMap::Small(v) => match v.binary_search_by(|(k, _)| (**k).cmp(suffix)) {
-                Ok(i) => Some(std::mem::replace(&mut v[i].1, value)),
-                Err(i) => {
-                    if v.len() < SMALL_MAX {
-                        v.reserve_exact(1);
-                        v.insert(i, (Box::from(suffix), value));
-                    } else {
-                        let mut m = Headed::from_sorted(std::mem::take(v));
-                        m.insert(suffix, value);
-                        *self = DataMap::Big(m);
-                    }
-                    None
-                }
-            },
-            DataMap::Big(m) => m.insert(suffix, value),
-        }
+        self.0
+            .get_or_insert_with(|| Box::new(Map::Small(Vec::new())))
+            .insert(suffix, value)
     }
 
-    /// Removes the entry of `suffix`; returns it.
+    /// Removes the entry of `suffix`; returns it. Removing the last one
+    /// frees the map.
     pub(crate) fn remove(&mut self, suffix: &[u8]) -> Option<Value> {
-        match self {
-            DataMap::Small(v) => {
-                let i = v.binary_search_by(|(k, _)| (**k).cmp(suffix)).ok()?;
-                let (_, old) = v.remove(i);
-                v.shrink_to_fit();
-                Some(old)
-            }
-            DataMap::Big(m) => m.remove(suffix),
+        let m = self.0.as_mut()?;
+        let old = m.remove(suffix);
+        if m.is_empty() {
+            self.0 = None;
         }
+        old
     }
 
     /// Every entry, ascending.
@@ -118,18 +110,9 @@ impl DataMap {
     /// The entries with suffix within the bounds, ascending (reverse the
     /// iterator for descending).
     pub(crate) fn range<'a>(&'a self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RangeIter<'a> {
-        match self {
-            DataMap::Small(v) => {
-                let (lo, hi) = positions(v, start, end);
-                let s = if lo < hi { &v[lo..hi] } else { &v[0..0] };
-                Box::new(s.iter().map(|(k, val)| (&**k, val)))
-            }
-            DataMap::Big(m) => {
-                if crate::kv::range_is_empty(start, end) {
-                    return Box::new(std::iter::empty());
-                }
-                m.range(start, end)
-            }
+        match &self.0 {
+            Some(m) => m.range(start, end),
+            None => Box::new(std::iter::empty()),
         }
     }
 
@@ -141,8 +124,145 @@ impl DataMap {
         end: Bound<&[u8]>,
         reverse: bool,
     ) -> Option<(&[u8], &Value)> {
+        self.0.as_ref()?.first_in(start, end, reverse)
+    }
+
+    /// Drops every entry whose suffix is outside `[lo, hi)` (`hi` `None`:
+    /// unbounded); returns the dropped entries.
+    pub(crate) fn keep_within(&mut self, lo: &[u8], hi: Option<&[u8]>) -> Vec<(Box<[u8]>, Value)> {
+        let Some(m) = self.0.take() else {
+            return Vec::new();
+        };
+        let outside = |k: &[u8]| k < lo || hi.is_some_and(|h| k >= h);
+        let (keep, dropped): (Vec<_>, Vec<_>) =
+            m.into_sorted().into_iter().partition(|(k, _)| !outside(k));
+        *self = DataMap::from_sorted(keep);
+        dropped
+    }
+
+    /// Starts loading the first entries of a small map (the vector, each
+    /// entry's suffix and the head of its value) into cache: a hint. It
+    /// reads the map's own allocation, which [`DataMap::prefetch_index`]
+    /// asks for.
+    pub(crate) fn prefetch(&self) {
+        if let Some(m) = &self.0 {
+            m.prefetch();
+        }
+    }
+
+    /// The first step of [`DataMap::prefetch`]: the map's own allocation,
+    /// without reading it.
+    pub(crate) fn prefetch_index(&self) {
+        if let Some(m) = &self.0 {
+            crate::prefetch::line(std::ptr::from_ref::<Map>(m).cast::<u8>());
+        }
+    }
+
+    /// Drops every entry.
+    pub(crate) fn clear(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Map {
+    /// A map of `entries`, ascending by suffix without repeats (a whole
+    /// key as loaded).
+    fn from_sorted(entries: Vec<(Box<[u8]>, Value)>) -> Self {
+        if entries.len() <= SMALL_MAX {
+            let mut v = entries;
+            v.shrink_to_fit();
+            Map::Small(v)
+        } else {
+            Map::Big(Headed::from_sorted(entries))
+        }
+    }
+
+    /// Number of entries.
+    fn len(&self) -> usize {
         match self {
-            DataMap::Small(v) => {
+            Map::Small(v) => v.len(),
+            Map::Big(m) => m.len(),
+        }
+    }
+
+    /// True without entries (after the last one is removed).
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The entry of `suffix`, if the map has one.
+    fn get(&self, suffix: &[u8]) -> Option<&Value> {
+        match self {
+            Map::Small(v) => v
+                .binary_search_by(|(k, _)| (**k).cmp(suffix))
+                .ok()
+                .map(|i| &v[i].1),
+            Map::Big(m) => m.get(suffix),
+        }
+    }
+
+    /// Sets the entry of `suffix`; returns the one it replaces.
+    fn insert(&mut self, suffix: &[u8], value: Value) -> Option<Value> {
+        match self {
+            Map::Small(v) => match v.binary_search_by(|(k, _)| (**k).cmp(suffix)) {
+                Ok(i) => Some(std::mem::replace(&mut v[i].1, value)),
+                Err(i) => {
+                    if v.len() < SMALL_MAX {
+                        v.reserve_exact(1);
+                        v.insert(i, (Box::from(suffix), value));
+                    } else {
+                        let mut m = Headed::from_sorted(std::mem::take(v));
+                        m.insert(suffix, value);
+                        *self = Map::Big(m);
+                    }
+                    None
+                }
+            },
+            Map::Big(m) => m.insert(suffix, value),
+        }
+    }
+
+    /// Removes the entry of `suffix`; returns it.
+    fn remove(&mut self, suffix: &[u8]) -> Option<Value> {
+        match self {
+            Map::Small(v) => {
+                let i = v.binary_search_by(|(k, _)| (**k).cmp(suffix)).ok()?;
+                let (_, old) = v.remove(i);
+                v.shrink_to_fit();
+                Some(old)
+            }
+            Map::Big(m) => m.remove(suffix),
+        }
+    }
+
+    /// The entries with suffix within the bounds, ascending (reverse the
+    /// iterator for descending).
+    fn range<'a>(&'a self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RangeIter<'a> {
+        match self {
+            Map::Small(v) => {
+                let (lo, hi) = positions(v, start, end);
+                let s = if lo < hi { &v[lo..hi] } else { &v[0..0] };
+                Box::new(s.iter().map(|(k, val)| (&**k, val)))
+            }
+            Map::Big(m) => {
+                if crate::kv::range_is_empty(start, end) {
+                    return Box::new(std::iter::empty());
+                }
+                m.range(start, end)
+            }
+        }
+    }
+
+    /// The first entry of [`DataMap::range`] (the last when `reverse`),
+    /// without an iterator to allocate.
+    fn first_in(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Option<(&[u8], &Value)> {
+        match self {
+            Map::Small(v) => {
                 let (lo, hi) = positions(v, start, end);
                 if lo >= hi {
                     return None;
@@ -150,7 +270,7 @@ impl DataMap {
                 let (k, val) = if reverse { &v[hi - 1] } else { &v[lo] };
                 Some((&**k, val))
             }
-            DataMap::Big(m) => {
+            Map::Big(m) => {
                 if crate::kv::range_is_empty(start, end) {
                     return None;
                 }
@@ -159,33 +279,18 @@ impl DataMap {
         }
     }
 
-    /// Drops every entry whose suffix is outside `[lo, hi)` (`hi` `None`:
-    /// unbounded); returns the dropped entries.
-    pub(crate) fn keep_within(&mut self, lo: &[u8], hi: Option<&[u8]>) -> Vec<(Box<[u8]>, Value)> {
-        let outside = |k: &[u8]| k < lo || hi.is_some_and(|h| k >= h);
+    /// Every entry, ascending, by value.
+    fn into_sorted(self) -> Vec<(Box<[u8]>, Value)> {
         match self {
-            DataMap::Small(v) => {
-                let (keep, dropped): (Vec<_>, Vec<_>) = std::mem::take(v)
-                    .into_iter()
-                    .partition(|(k, _)| !outside(k));
-                *self = DataMap::from_sorted(keep);
-                dropped
-            }
-            DataMap::Big(m) => {
-                let (keep, dropped): (Vec<_>, Vec<_>) = std::mem::take(m)
-                    .into_sorted()
-                    .into_iter()
-                    .partition(|(k, _)| !outside(k));
-                *self = DataMap::from_sorted(keep);
-                dropped
-            }
+            Map::Small(v) => v,
+            Map::Big(m) => m.into_sorted(),
         }
     }
 
     /// Starts loading the first entries of a small map (the vector, each
     /// entry's suffix and the head of its value) into cache: a hint.
-    pub(crate) fn prefetch(&self) {
-        if let DataMap::Small(v) = self {
+    fn prefetch(&self) {
+        if let Map::Small(v) = self {
             crate::prefetch::line(v.as_ptr().cast::<u8>());
             for (k, val) in v.iter().take(2) {
                 crate::prefetch::line(k.as_ptr());
@@ -194,19 +299,6 @@ impl DataMap {
                 }
             }
         }
-    }
-
-    /// The first step of [`DataMap::prefetch`]: the sorted vector itself,
-    /// without reading it.
-    pub(crate) fn prefetch_index(&self) {
-        if let DataMap::Small(v) = self {
-            crate::prefetch::line(v.as_ptr().cast::<u8>());
-        }
-    }
-
-    /// Drops every entry.
-    pub(crate) fn clear(&mut self) {
-        *self = DataMap::default();
     }
 }
 
@@ -369,7 +461,7 @@ impl Headed {
         map
     }
 
-    #[cfg(test)]
+    /// Number of entries.
     fn len(&self) -> usize {
         self.len
     }

@@ -7,9 +7,17 @@ use std::ops::Bound;
 
 use super::data_map::DataMap;
 
-/// Bytes counted per resident key besides its entries' bytes (its entry
-/// in its shard's table with the table's spare buckets, the map header).
-pub(crate) const KEY_OVERHEAD: usize = 160;
+/// Bytes counted per resident key besides its entries' bytes: its
+/// [`Entry`] in a bucket of its shard's table, with the table's spare
+/// buckets (a table runs between 7/16 and 7/8 full: about one and a half
+/// buckets per entry) and its control bytes. A key's data map, when it
+/// has one, is counted with its entries ([`Entry::data_bytes`]).
+pub(crate) const KEY_OVERHEAD: usize = std::mem::size_of::<Entry>() * 3 / 2 + 4;
+
+/// An entry sits in its bucket, so every byte of it is paid about one and
+/// a half times per resident key: keep it to 56 bytes (it was 104 with
+/// its data map inline, which most keys leave empty).
+const _: () = assert!(std::mem::size_of::<Entry>() <= 56);
 /// Bytes counted per data entry besides its key and value bytes (map node
 /// share and two allocations).
 pub(crate) const ELEMENT_OVERHEAD: usize = 64;
@@ -25,6 +33,29 @@ pub(crate) enum Complete {
     /// Every entry of this version (entries of other versions may exist in
     /// the LSM store and not here).
     Version(u64),
+}
+
+impl Complete {
+    /// The 8-byte form an [`Entry`] stores: 0 = `No`, 1 = `All`, `v + 2`
+    /// = `Version(v)`. A version too large for that (from `u64::MAX - 1`
+    /// on, which only damaged stored bytes could name) packs as `No`: it
+    /// claims less of the key, which is always correct.
+    pub(crate) fn pack(self) -> u64 {
+        match self {
+            Complete::No => 0,
+            Complete::All => 1,
+            Complete::Version(v) => v.checked_add(2).unwrap_or(0),
+        }
+    }
+
+    /// The inverse of [`Complete::pack`].
+    pub(crate) fn unpack(p: u64) -> Self {
+        match p {
+            0 => Complete::No,
+            1 => Complete::All,
+            v => Complete::Version(v - 2),
+        }
+    }
 }
 
 /// The version of a data entry suffix (`version | subkey`).
@@ -49,8 +80,10 @@ pub(crate) struct Entry {
     /// known absent. Within what `complete` covers, the map holds exactly
     /// the LSM store's entries (an entry it lacks is absent there).
     pub(crate) data: DataMap,
-    /// See `data`.
-    pub(crate) complete: Complete,
+    /// See `data`: a [`Complete`] packed ([`Complete::pack`]), so that
+    /// the entry, which sits in a bucket of its shard's table, stays
+    /// small.
+    complete: u64,
     /// A whole load of the key's data was tried and exceeded the load
     /// limit: the key stays partial (its hot entries only).
     pub(crate) too_big: bool,
@@ -79,7 +112,7 @@ impl Entry {
             key_len: u32::try_from(key.len()).expect("a tier key is below 4 GiB"),
             meta_known: MetaKnown::Unknown,
             data: DataMap::default(),
-            complete: Complete::No,
+            complete: Complete::No.pack(),
             too_big: false,
             bytes: KEY_OVERHEAD + key.len(),
             last: 0,
@@ -115,10 +148,20 @@ impl Entry {
         suffix.len() + value.map_or(0, <[u8]>::len) + ELEMENT_OVERHEAD
     }
 
+    /// How much of the key's data the map holds.
+    pub(crate) fn complete(&self) -> Complete {
+        Complete::unpack(self.complete)
+    }
+
+    /// Sets how much of the key's data the map holds.
+    pub(crate) fn set_complete(&mut self, c: Complete) {
+        self.complete = c.pack();
+    }
+
     /// True when the map holds every entry of `version` (`None`: of every
     /// version).
     pub(crate) fn covers(&self, version: Option<u64>) -> bool {
-        match self.complete {
+        match self.complete() {
             Complete::All => true,
             Complete::Version(v) => version == Some(v),
             Complete::No => false,
@@ -133,7 +176,7 @@ impl Entry {
             None => false,
             Some(None) => true,
             Some(Some(m)) => {
-                self.complete != Complete::No
+                self.complete() != Complete::No
                     || self.too_big
                     || !crate::meta::KeyMeta::bytes_have_data(m)
             }
@@ -168,13 +211,9 @@ impl Entry {
     }
 
     fn clear_data(&mut self) -> isize {
-        let bytes: usize = self
-            .data
-            .iter()
-            .map(|(k, v)| Self::element_bytes(k, v.as_deref()))
-            .sum();
+        let bytes: usize = self.data_bytes();
         self.data.clear();
-        self.complete = Complete::No;
+        self.set_complete(Complete::No);
         -(bytes as isize)
     }
 
@@ -189,24 +228,37 @@ impl Entry {
             .next_back()
             .and_then(|(k, _)| suffix_version(k));
         if first.is_none_or(|f| f == v) && last.is_none_or(|l| l == v) {
-            if self.complete == Complete::All {
-                self.complete = Complete::Version(v);
+            if self.complete() == Complete::All {
+                self.set_complete(Complete::Version(v));
             }
             return 0;
         }
         let hi = v.checked_add(1).map(u64::to_be_bytes);
+        let map_before = self.data.overhead();
         let dropped = self
             .data
             .keep_within(&v.to_be_bytes(), hi.as_ref().map(|h| &h[..]));
-        self.complete = match self.complete {
+        let map_freed = (map_before - self.data.overhead()) as isize;
+        self.set_complete(match self.complete() {
             Complete::All => Complete::Version(v),
             Complete::Version(u) if u == v => Complete::Version(v),
             _ => Complete::No,
-        };
+        });
         -(dropped
             .iter()
             .map(|(k, v)| Self::element_bytes(k, v.as_deref()))
             .sum::<usize>() as isize)
+            - map_freed
+    }
+
+    /// The counted bytes of the data map: its entries and its own
+    /// allocation.
+    pub(crate) fn data_bytes(&self) -> usize {
+        self.data
+            .iter()
+            .map(|(k, v)| Self::element_bytes(k, v.as_deref()))
+            .sum::<usize>()
+            + self.data.overhead()
     }
 
     fn meta_bytes(&self) -> usize {
@@ -217,19 +269,19 @@ impl Entry {
     /// the change in counted bytes. A complete key forgets a removed entry;
     /// a partial one remembers it as absent.
     pub(crate) fn set_data(&mut self, suffix: &[u8], value: Option<&[u8]>) -> isize {
-        let mut delta = 0isize;
+        let mut delta = -(self.data.overhead() as isize);
         if value.is_none() && self.covers(suffix_version(suffix)) {
             if let Some(v) = self.data.remove(suffix) {
                 delta -= Self::element_bytes(suffix, v.as_deref()) as isize;
             }
-            return delta;
+        } else {
+            let new = value.map(Box::from);
+            delta += Self::element_bytes(suffix, value) as isize;
+            if let Some(old) = self.data.insert(suffix, new) {
+                delta -= Self::element_bytes(suffix, old.as_deref()) as isize;
+            }
         }
-        let new = value.map(Box::from);
-        delta += Self::element_bytes(suffix, value) as isize;
-        if let Some(old) = self.data.insert(suffix, new) {
-            delta -= Self::element_bytes(suffix, old.as_deref()) as isize;
-        }
-        delta
+        delta + self.data.overhead() as isize
     }
 }
 
@@ -485,20 +537,41 @@ mod tests {
     #[test]
     fn complete_keys_forget_removed_entries_partial_ones_remember() {
         let mut e = Entry::new(b"k");
-        e.complete = Complete::All;
+        e.set_complete(Complete::All);
         let d = e.set_data(b"x", Some(b"1"));
         assert!(d > 0);
         assert_eq!(e.set_data(b"x", None), -d);
         assert!(e.data.is_empty());
-        e.complete = Complete::No;
+        e.set_complete(Complete::No);
         e.set_data(b"y", None);
         assert_eq!(e.data.get(&b"y"[..]), Some(&None));
     }
 
     #[test]
+    fn completeness_packs_into_eight_bytes_and_an_unpackable_version_claims_nothing() {
+        for c in [
+            Complete::No,
+            Complete::All,
+            Complete::Version(0),
+            Complete::Version(1),
+            Complete::Version(u64::MAX - 2),
+        ] {
+            assert_eq!(Complete::unpack(c.pack()), c);
+        }
+        assert_eq!(
+            Complete::unpack(Complete::Version(u64::MAX - 1).pack()),
+            Complete::No
+        );
+        assert_eq!(
+            Complete::unpack(Complete::Version(u64::MAX).pack()),
+            Complete::No
+        );
+    }
+
+    #[test]
     fn a_new_version_drops_the_others() {
         let mut e = Entry::new(b"k");
-        e.complete = Complete::All;
+        e.set_complete(Complete::All);
         let sfx = |v: u64, s: u8| [&v.to_be_bytes()[..], &[s]].concat();
         let mut total = 0;
         for v in [3u64, 5, 9] {
@@ -506,14 +579,19 @@ mod tests {
                 total += e.set_data(&sfx(v, s), Some(b"x"));
             }
         }
+        let one = Entry::element_bytes(&sfx(5, 0), Some(b"x")) as isize;
+        let map = super::super::data_map::MAP_OVERHEAD as isize;
+        assert_eq!(total, 9 * one + map);
         let d = e.keep_only_version(5);
         assert_eq!(e.data.len(), 3);
         assert!(e.data.iter().all(|(k, _)| suffix_version(k) == Some(5)));
-        assert_eq!(d, -(total / 3 * 2));
-        assert_eq!(e.complete, Complete::Version(5));
+        assert_eq!(d, -6 * one);
+        assert_eq!(e.complete(), Complete::Version(5));
         assert!(e.covers(Some(5)) && !e.covers(Some(3)) && !e.covers(None));
         assert_eq!(e.keep_only_version(5), 0);
-        assert_eq!(e.keep_only_version(7), d / 2);
-        assert_eq!(e.complete, Complete::No);
+        // The last entries go, and the map's own allocation with them.
+        assert_eq!(e.keep_only_version(7), -3 * one - map);
+        assert!(e.data.is_empty() && e.data.overhead() == 0);
+        assert_eq!(e.complete(), Complete::No);
     }
 }

@@ -551,15 +551,12 @@ impl TieredKv {
             data.push((Box::from(suffix), Some(v.into_boxed_slice())));
         }
         let data = DataMap::from_sorted(data);
+        let bytes = bytes + data.overhead();
         let out = answer(&data);
         self.tier.fill(tk, gen, |e| {
-            let old: usize = e
-                .data
-                .iter()
-                .map(|(k, v)| Entry::element_bytes(k, v.as_deref()))
-                .sum();
+            let old = e.data_bytes();
             e.data = data;
-            e.complete = Complete::All;
+            e.set_complete(Complete::All);
             let live = e
                 .meta()
                 .flatten()
@@ -724,7 +721,7 @@ impl TieredKv {
                     }
                     if let Some(v) = hint {
                         delta += e.keep_only_version(v);
-                        e.complete = Complete::Version(v);
+                        e.set_complete(Complete::Version(v));
                     }
                     delta
                 });
@@ -1059,11 +1056,11 @@ impl TieredKv {
                 .flatten()
                 .and_then(|m| crate::meta::KeyMeta::decode(m).ok())
                 .is_some_and(|m| m.version == version);
-            if !named || e.complete != Complete::No {
+            if !named || e.complete() != Complete::No {
                 return 0;
             }
             let bytes = e.set_data(suffix, Some(&v));
-            e.complete = Complete::Version(version);
+            e.set_complete(Complete::Version(version));
             done = true;
             bytes
         });
