@@ -189,10 +189,16 @@ impl Entry {
     pub(crate) fn set_meta(&mut self, meta: Option<&[u8]>) -> isize {
         let old = self.meta_bytes();
         let key_len = self.key_len as usize;
-        self.head = match meta {
-            Some(m) => [&self.head[..key_len], m].concat().into_boxed_slice(),
-            None => Box::from(&self.head[..key_len]),
-        };
+        match meta {
+            // The same length (an overwrite of a value by one of its size,
+            // a bitmap edit that keeps its summary's and page's sizes):
+            // written in place, no allocation and no free.
+            Some(m) if self.meta_known == MetaKnown::Present && m.len() == old => {
+                self.head[key_len..].copy_from_slice(m);
+            }
+            Some(m) => self.head = [&self.head[..key_len], m].concat().into_boxed_slice(),
+            None => self.head = Box::from(&self.head[..key_len]),
+        }
         self.meta_known = if meta.is_some() {
             MetaKnown::Present
         } else {
@@ -545,6 +551,27 @@ mod tests {
         e.set_complete(Complete::No);
         e.set_data(b"y", None);
         assert_eq!(e.data.get(&b"y"[..]), Some(&None));
+    }
+
+    #[test]
+    fn a_meta_write_of_any_length_replaces_the_meta_and_keeps_the_key() {
+        let mut e = Entry::new(b"\0\0key");
+        assert_eq!(e.meta(), None);
+        assert_eq!(e.set_meta(Some(b"abcd")), 4);
+        assert_eq!(e.meta(), Some(Some(&b"abcd"[..])));
+        // The same length is written in place.
+        let at = e.head.as_ptr();
+        assert_eq!(e.set_meta(Some(b"wxyz")), 0);
+        assert_eq!(e.meta(), Some(Some(&b"wxyz"[..])));
+        assert_eq!(e.head.as_ptr(), at);
+        assert_eq!(e.set_meta(Some(b"longer")), 2);
+        assert_eq!(e.meta(), Some(Some(&b"longer"[..])));
+        assert_eq!(e.set_meta(None), -6);
+        assert_eq!(e.meta(), Some(None));
+        // An empty meta after an absent one is a meta, not an absence.
+        assert_eq!(e.set_meta(Some(b"")), 0);
+        assert_eq!(e.meta(), Some(Some(&b""[..])));
+        assert_eq!(e.key(), b"\0\0key");
     }
 
     #[test]
