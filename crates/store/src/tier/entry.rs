@@ -386,7 +386,7 @@ pub(crate) fn hash(key: &[u8]) -> u64 {
 pub(crate) enum PrefetchStep {
     /// The entry in the first bucket that the key's hash names.
     Bucket,
-    /// That entry's key-and-meta bytes and data vector.
+    /// That entry's key-and-meta bytes and its data map's allocation.
     Head,
     /// The key's entry, found for certain, and its first data entries.
     Data,
