@@ -8,7 +8,7 @@ use crate::error::{Result, StoreError};
 use crate::keys;
 use crate::kv::{KvIter, Space, WriteBatch};
 use crate::locks::Held;
-use crate::meta::{KeyMeta, Kind, MetaBrief};
+use crate::meta::{KeyMeta, Kind, MetaBrief, INLINE_SUBKEY};
 use crate::store::{counts_key, encode_counts, now_ms, Inner, Store};
 use crate::types::bitmap::BitmapTxnState;
 use rustc_hash::FxHashMap;
@@ -80,7 +80,7 @@ pub struct Txn {
 #[derive(Clone, Copy)]
 struct InlineStored {
     /// The entry's subkey.
-    sub: [u8; crate::meta::INLINE_SUBKEY],
+    sub: [u8; INLINE_SUBKEY],
     /// Where the entry (its subkey) starts in the stored meta value.
     at: usize,
 }
@@ -501,7 +501,7 @@ impl Txn {
         match one {
             Some((sub, v))
                 if count == 1
-                    && sub.len() == crate::meta::INLINE_SUBKEY
+                    && sub.len() == INLINE_SUBKEY
                     && !v.is_empty()
                     && v.len() <= crate::meta::INLINE_MAX =>
             {
@@ -531,30 +531,32 @@ impl Txn {
             self.examine_stored(mk, m.version)?;
             return Ok(Some(m));
         }
+        let Some((m, inline)) = self.read_stored_meta(mk)? else {
+            return Ok(None);
+        };
+        if let Some(i) = inline {
+            self.note_inline(m.version, i);
+        }
+        Ok(Some(m))
+    }
+
+    /// The stored meta of `mk`, decoded in place from the `Kv`, with its
+    /// inline entry if it carries one.
+    fn read_stored_meta(&self, mk: &[u8]) -> Result<Option<(KeyMeta, Option<InlineStored>)>> {
         let mut read = None;
         self.inner
             .kv
             .get_visit(Space::Meta, mk, &mut |b| read = Some(decode_stored(b)))?;
-        match read {
-            Some(r) => {
-                let (m, entry) = r?;
-                if let Some((sub, at)) = entry {
-                    self.note_inline(m.version, sub, at);
-                }
-                Ok(Some(m))
-            }
-            None => Ok(None),
-        }
+        read.transpose()
     }
 
     /// Notes that the stored meta of key version `version` carries its
-    /// only entry inline, under subkey `sub`, at offset `at`.
-    fn note_inline(&mut self, version: u64, sub: [u8; 2], at: usize) {
+    /// only entry inline, as `i` says.
+    fn note_inline(&mut self, version: u64, i: InlineStored) {
         if self.stored_inline.capacity() == 0 {
             self.stored_inline.reserve(INLINE_KEYS_HINT);
         }
-        self.stored_inline
-            .insert(version, Some(InlineStored { sub, at }));
+        self.stored_inline.insert(version, Some(i));
     }
 
     /// Examines the stored meta of key `mk` for an inline entry of
@@ -567,14 +569,9 @@ impl Txn {
         if self.stored_inline.contains_key(&version) {
             return Ok(());
         }
-        let mut read = None;
-        self.inner
-            .kv
-            .get_visit(Space::Meta, mk, &mut |b| read = Some(decode_stored(b)))?;
-        if let Some(r) = read {
-            let (m, entry) = r?;
-            if let (true, Some((sub, at))) = (m.version == version, entry) {
-                self.note_inline(version, sub, at);
+        if let Some((m, Some(i))) = self.read_stored_meta(mk)? {
+            if m.version == version {
+                self.note_inline(version, i);
             }
         }
         self.stored_inline.entry(version).or_insert(None);
@@ -600,8 +597,12 @@ impl Txn {
             // Where `note_inline` found it (the key is locked); checked,
             // and decoded again if the bytes differ.
             let entry = match b.get(i.at..) {
-                Some(e) if KeyMeta::bytes_have_inline(b) && e.len() > 2 && e[..2] == i.sub => {
-                    Ok(Some(e.split_at(2)))
+                Some(e)
+                    if KeyMeta::bytes_have_inline(b)
+                        && e.len() > INLINE_SUBKEY
+                        && e[..INLINE_SUBKEY] == i.sub =>
+                {
+                    Ok(Some(e.split_at(INLINE_SUBKEY)))
                 }
                 _ => KeyMeta::inline_entry(b),
             };
@@ -1413,14 +1414,14 @@ impl Txn {
 
 /// Stored meta bytes decoded, with the subkey of their inline entry and
 /// where it starts.
-fn decode_stored(b: &[u8]) -> Result<(KeyMeta, Option<InlineAt>)> {
+fn decode_stored(b: &[u8]) -> Result<(KeyMeta, Option<InlineStored>)> {
     let (m, at) = KeyMeta::decode_with_inline(b)?;
-    let entry = at.and_then(|at| Some((b.get(at..at + 2)?.try_into().ok()?, at)));
-    Ok((m, entry))
+    let inline = at.and_then(|at| {
+        let sub = b.get(at..at + INLINE_SUBKEY)?.try_into().ok()?;
+        Some(InlineStored { sub, at })
+    });
+    Ok((m, inline))
 }
-
-/// An inline entry's subkey and where it starts in its meta value.
-type InlineAt = ([u8; crate::meta::INLINE_SUBKEY], usize);
 
 /// Inline keys a `Txn` makes room for when it meets its first (an EXEC
 /// of reads over many small bitmaps meets one per key).
