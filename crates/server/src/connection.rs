@@ -158,6 +158,14 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, info: Arc<ClientI
                 break;
             }
         }
+        if server.shutting_down.load(Ordering::Acquire) {
+            // The shutdown's last persist may have come before this read
+            // buffer's commits (the connection ran them after it was
+            // killed, before it noticed): no reply acknowledges them. A
+            // commit queued after that persist sees the flag here, as the
+            // flag was set before the persist was queued.
+            break;
+        }
         if !out.is_empty() || !client.streams.is_empty() {
             let streams = std::mem::take(&mut client.streams);
             let written = Writer::new(&server, &mut stream, killed.as_mut())
