@@ -20,7 +20,9 @@
 //!   key`), kept in the same batch as meta changes; the active cycle reads
 //!   it from a cursor in time order. Per-database key / expire counters are
 //!   persisted records in `meta` under the reserved database `0xFFFF`,
-//!   updated in the same batch.
+//!   updated in the same batch. A fourth keyspace, `log`, holds the bitmap
+//!   write-back tier's operation log (`types::bitmap::oplog`), so the LSM
+//!   store's journal is the store's one log.
 //! - Strings live inline in `meta`, and so does a bitmap whose data is one
 //!   entry of at most 2 KiB ([`meta::FLAG_INLINE`]); a set's members are
 //!   `data` entries in pages of about a kilobyte (`types::sets::page`), a

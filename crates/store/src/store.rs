@@ -179,7 +179,7 @@ impl Cursors {
 
 pub(crate) struct Inner {
     /// The memory tier over the LSM store (`crate::tier`).
-    pub(crate) kv: Box<dyn Kv>,
+    pub(crate) kv: Arc<dyn Kv>,
     /// The tier's budget, policy and counters.
     pub(crate) tier: Arc<Tier>,
     pub(crate) databases: u16,
@@ -227,7 +227,12 @@ pub struct Store {
     pub(crate) inner: Arc<Inner>,
 }
 
-/// The store format this build writes: 4 = a bitmap whose data is one
+/// The store format this build writes: 5 = the bitmap operation log's
+/// records are entries of the `log` keyspace (`types::bitmap::oplog`: the
+/// LSM store's journal is the one log; format 4 kept them in files of its own,
+/// `refuse_old_oplog`, and a format-4 build would not replay the
+/// records of a format-5 directory, so it refuses one); 4 = a bitmap
+/// whose data is one
 /// small entry keeps it in its meta entry (`meta::KeyMeta::inline_entry`;
 /// format 3 kept every entry in `data`, which format 4 reads as is; a
 /// format-3 build's meta decoder refuses such a meta as corrupt); 3 = set
@@ -239,7 +244,7 @@ pub struct Store {
 /// refused at open, so a format-2 build never takes a set page's members
 /// for its last one alone, and a format-3 build never answers errors for
 /// the inline bitmaps of a directory it would open.
-pub const STORE_FORMAT: u64 = 4;
+pub const STORE_FORMAT: u64 = 5;
 
 /// `meta` key of the store format record.
 fn format_key() -> Vec<u8> {
@@ -265,8 +270,42 @@ pub(crate) fn encode_counts(c: DbStats) -> Vec<u8> {
 /// The last absorbed log seq of each key: `(db, key)` → seq.
 type AbsorbedSeqs = HashMap<(u16, Vec<u8>), u64>;
 
-/// Directory of the operation log, inside the store's directory.
-const OPLOG_DIR: &str = "roaringd-oplog";
+/// Directory of the operation log of builds before store format 5,
+/// inside the store's directory (see [`refuse_old_oplog`]).
+const OLD_OPLOG_DIR: &str = "roaringd-oplog";
+
+/// Opens the way for a directory written by a build that kept the bitmap
+/// operation log in files of its own (store format 4 and before): a log
+/// whose segments are all empty (what a clean shutdown or a finished
+/// recovery leaves) is removed; one that holds records is refused, with
+/// the way out, since this build does not read those files and would
+/// lose the edits they hold.
+///
+/// # Errors
+/// `Io` for a log holding records, or when the directory cannot be read
+/// or removed.
+fn refuse_old_oplog(dir: &std::path::Path) -> Result<()> {
+    let old = dir.join(OLD_OPLOG_DIR);
+    let io = |e: std::io::Error| StoreError::Io(format!("{}: {e}", old.display()));
+    let entries = match std::fs::read_dir(&old) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(e)),
+    };
+    let mut held = 0u64;
+    for entry in entries {
+        held += entry.map_err(io)?.metadata().map_err(io)?.len();
+    }
+    if held > 0 {
+        return Err(StoreError::Io(format!(
+            "the data directory holds {held} bytes of bitmap operation log records in \
+             {OLD_OPLOG_DIR}/, written by an older build that kept that log apart from \
+             the LSM store's journal: start that build on it and SHUTDOWN it (which \
+             writes the records back and empties the log), then start this one"
+        )));
+    }
+    std::fs::remove_dir_all(&old).map_err(io)
+}
 
 /// Prefix of the `wb` entries (meta space, internal database): one per
 /// absorb of a dirty key, `seq: u64 BE | db: u16 BE | version: u64 BE |
@@ -325,6 +364,9 @@ impl Store {
         let gc: Arc<dyn DataGc> = Arc::new(StoreGc {
             versions: Arc::clone(&versions),
         });
+        if let Some(dir) = &config.dir {
+            refuse_old_oplog(dir)?;
+        }
         let lsm: Box<dyn Kv> = match &config.dir {
             // The engine's writes off the committing thread (`kv::behind`).
             Some(dir) => Box::new(WriteBehind::new(Box::new(LsmKv::open(
@@ -338,11 +380,7 @@ impl Store {
         let tier = Arc::new(Tier::new(
             usize::try_from(config.tier_bytes).unwrap_or(usize::MAX),
         ));
-        let kv: Box<dyn Kv> = Box::new(TieredKv::new(lsm, Arc::clone(&tier)));
-        let replay = match &config.dir {
-            Some(dir) => Some(oplog::OpLog::replay(&dir.join(OPLOG_DIR))?),
-            None => None,
-        };
+        let kv: Arc<dyn Kv> = Arc::new(TieredKv::new(lsm, Arc::clone(&tier)));
         let databases = config.databases.clamp(1, INTERNAL_DB);
         if let Some(b) = kv.get(Space::Meta, &format_key())? {
             let found = decode_u64(&b)?;
@@ -422,13 +460,11 @@ impl Store {
             dirty: dirty::Dirty::new(None),
         });
         let store = Store { inner };
-        store.recover(replay)?;
         if config.dir.is_some() {
-            spawn_persister(Arc::downgrade(&store.inner));
-            if let Some(writer) = spawn_log_writer(Arc::downgrade(&store.inner)) {
-                if let Some(log) = store.inner.dirty.log.lock().as_mut() {
-                    log.set_writer(writer);
-                }
+            store.recover()?;
+            let persister = spawn_persister(Arc::downgrade(&store.inner));
+            if let (Some(p), Some(log)) = (persister, store.inner.dirty.log.lock().as_mut()) {
+                log.set_waker(p);
             }
         }
         Ok(store)
@@ -436,8 +472,8 @@ impl Store {
 
     /// Applies the operation log's records that the `Kv` lacks (see
     /// docs/architecture.md, "The write-back tier", Recovery), read one at a
-    /// time from `replay`, then turns the tier on with the log, persists
-    /// and empties it. A record applies when its seq is above the key's
+    /// time from the floor up, then turns the tier on with the log,
+    /// persists and empties it. A record applies when its seq is above the key's
     /// last absorb (`wb` entry, of any version: an absorb writes the key's
     /// state after all its records up to that seq, a TR.BITOP result
     /// having replaced those before it). A single-bit edit, an edit of
@@ -445,12 +481,10 @@ impl Store {
     /// version; a whole value (a TR.BITOP result) is written under a fresh
     /// version, which the later records of its version then name instead,
     /// so that a replay repeated after a crash during recovery gives the
-    /// same state. Without `replay` (no directory) there is nothing to do.
-    fn recover(&self, replay: Option<oplog::Replay>) -> Result<()> {
+    /// same state.
+    fn recover(&self) -> Result<()> {
         use oplog::Change;
-        let Some(mut replay) = replay else {
-            return Ok(());
-        };
+        let kv = Arc::clone(&self.inner.kv);
         let absorbed = self.absorbed_seqs()?;
         // (db, logged version, key) → the version its value was written
         // under by this recovery.
@@ -464,7 +498,8 @@ impl Store {
         // entries. (One transaction over many keys made the replay of
         // single-bit edits of 100,000 keys twice as slow.)
         let mut batch: Option<(Txn, usize, (u16, Vec<u8>))> = None;
-        while let Some(op) = replay.next_op()? {
+        for op in oplog::records(&*kv)? {
+            let op = op?;
             let id = (op.db, op.version, op.key);
             let done = absorbed
                 .get(&(id.0, id.2.clone()))
@@ -529,18 +564,20 @@ impl Store {
         if let Some((t, ..)) = batch {
             t.commit()?;
         }
-        self.inner.dirty.install_log(replay.into_log()?);
+        self.inner
+            .dirty
+            .install_log(oplog::OpLog::open(Arc::clone(&kv))?);
         if applied {
             self.inner.kv.persist()?;
         }
         self.checkpoint()?;
-        // Every key is clean now and the log holds no record (the
-        // checkpoint released every segment but the current, empty one).
-        // So no `wb` entry filters anything; and one may name a record
-        // the log lost (a crash after an absorb reached the `Kv` but
-        // before its records reached the log), whose sequence number the
-        // log hands out again from here: were it kept, that later record
-        // would be taken for absorbed. All go, durably, before any append.
+        // Every key is clean now and the log holds no record above its
+        // floor (the checkpoint raised it past the last one). So no `wb`
+        // entry filters anything; and one may name a record the log lost
+        // (a store whose journal kept an absorb and not the records before
+        // it), whose sequence number the log hands out again from here:
+        // were it kept, that later record would be taken for absorbed.
+        // All go, durably, before any append.
         let prefix = wb_prefix();
         let mut batch = WriteBatch::new();
         for e in self.inner.kv.prefix(Space::Meta, &prefix, false) {
@@ -567,10 +604,14 @@ impl Store {
     }
 
     /// Writes every dirty bitmap key back to the `Kv` (each through an
-    /// ordinary `Txn`, which absorbs it), persists, then drops the
-    /// operation log's segments and `wb` entries that no dirty key needs.
-    /// Run by the persister every `CHECKPOINT_EVERY` (or sooner, see
-    /// `Dirty::wants_checkpoint`), at open and at shutdown.
+    /// ordinary `Txn`, which absorbs it), then raises the operation log's
+    /// floor past the records that no dirty key needs, deleting the `wb`
+    /// entries and the log's chunks below it, in one batch. That batch
+    /// follows the absorbs' batches in the LSM store's journal, so a crash
+    /// never keeps the raised floor without the absorbs it stands on: no
+    /// sync is needed here. Run by the persister every
+    /// `CHECKPOINT_EVERY` (or sooner, see `Dirty::wants_checkpoint` and
+    /// `OpLog::wants_release`), at open and at shutdown.
     ///
     /// # Errors
     /// `Io` / `Corrupt`; what was not written back stays dirty and logged.
@@ -580,46 +621,31 @@ impl Store {
             let (db, key) = keys::split_meta_key(&mk)?;
             self.begin(&[(db, key)]).commit()?;
         }
-        // What must stay: the records of the keys dirty now, and later
-        // ones. Taken before the persist below, so that every absorb that
-        // made a key clean before this point is durable when its records
-        // go.
-        let keep_from = {
-            let guard = self.inner.dirty.log.lock();
-            let Some(log) = guard.as_ref() else {
-                return Ok(());
-            };
-            self.inner.dirty.min_first_seq().unwrap_or(log.next_seq())
+        // Under the log's lock: no record is appended meanwhile, so what
+        // must stay (the records of the keys dirty now, and later ones)
+        // is known, and the batch names every chunk below it.
+        let mut guard = self.inner.dirty.log.lock();
+        let Some(log) = guard.as_mut() else {
+            return Ok(());
         };
-        self.inner.kv.persist()?;
-        if let Some(done) = self.after_log_failure() {
-            return done;
+        let keep_from = self.inner.dirty.min_first_seq().unwrap_or(log.next_seq());
+        if keep_from <= log.floor() {
+            return Ok(());
         }
-        // The rotation below syncs the segment under the log's lock: most
-        // of it is synced here first, without the lock.
-        self.sync_log()?;
-        let first = {
-            let mut guard = self.inner.dirty.log.lock();
-            let Some(log) = guard.as_mut() else {
-                return Ok(());
-            };
-            log.rotate()?;
-            log.release_below(keep_from)?;
-            log.segments()[0]
-        };
-        // `wb` entries below the log's first record filter nothing.
-        let prefix = wb_prefix();
+        // The `wb` entries below the floor filter nothing once a replay
+        // starts there.
         let mut batch = WriteBatch::new();
+        log.release_below(keep_from, &mut batch);
+        let prefix = wb_prefix();
         for e in self.inner.kv.prefix(Space::Meta, &prefix, false) {
             let (k, _) = e?;
             match parse_wb_key(&k[prefix.len()..]) {
-                Some((seq, ..)) if seq < first => batch.delete(Space::Meta, k),
+                Some((seq, ..)) if seq < keep_from => batch.delete(Space::Meta, k),
                 _ => break,
             }
         }
-        if !batch.is_empty() {
-            self.inner.kv.write(batch, Durability::Lazy)?;
-        }
+        self.inner.kv.write(batch, Durability::Lazy)?;
+        log.released(keep_from);
         Ok(())
     }
 
@@ -630,8 +656,8 @@ impl Store {
     }
 
     /// Hands every commit made so far to the OS (`write(2)` of the LSM
-    /// store's journal buffer and of the operation log's queue), without
-    /// syncing: after it returns, a crash of the process (not of the
+    /// store's journal buffer, which holds the operation log's records
+    /// too), without syncing: after it returns, a crash of the process (not of the
     /// machine) loses none of those commits. The server calls it before
     /// replying to writes under `everysec` and `no` (`write-before-reply`),
     /// for many connections' commits at once.
@@ -639,11 +665,20 @@ impl Store {
     /// # Errors
     /// `Io` when a write fails.
     pub fn write_to_os(&self) -> Result<()> {
-        self.inner.kv.flush_buffers()?;
-        if let Some(log) = self.inner.dirty.log.lock().as_mut() {
-            log.flush()?;
+        self.flush_log()?;
+        self.inner.kv.flush_buffers()
+    }
+
+    /// Writes the operation log's pending records to the `Kv`
+    /// (`OpLog::flush`), ahead of a sync or a hand-over to the OS.
+    ///
+    /// # Errors
+    /// `Io` when the write fails.
+    pub(crate) fn flush_log(&self) -> Result<()> {
+        match self.inner.dirty.log.lock().as_mut() {
+            Some(log) => log.flush(),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Current sync mode.
@@ -719,12 +754,12 @@ impl Store {
         self.inner.dirty.set_budget(bytes);
     }
 
-    /// The operation log's first write or sync failure, once there was
-    /// one (INFO's `aof_last_write_status`): the write-back tier has been
-    /// off since (`Dirty::log_failure`).
+    /// The LSM store's first failed write, once there was one (INFO's
+    /// `aof_last_write_status`): its journal is the one log, and every
+    /// later write fails too (`Kv::write_failure`).
     #[must_use]
     pub fn log_failure(&self) -> Option<String> {
-        self.inner.dirty.log_failure().map(str::to_string)
+        self.inner.kv.write_failure()
     }
 
     /// The write-back tier's dirty keys and container bytes now.
@@ -801,45 +836,14 @@ impl Store {
         t
     }
 
-    /// Syncs everything committed so far, and the operation log (SAVE,
-    /// shutdown).
+    /// Syncs everything committed so far, the operation log's records
+    /// included (SAVE, shutdown, `everysec`'s second).
     ///
     /// # Errors
     /// `Io` on failure.
     pub fn persist(&self) -> Result<()> {
-        self.inner.kv.persist()?;
-        self.sync_log()
-    }
-
-    /// Once the operation log has failed (`Dirty::log_failure`), what a
-    /// sync of it comes to: the tier is off, and the checkpoints write
-    /// every dirty key back to the `Kv`; once none is left, a persisted
-    /// `Kv` holds everything (the log's records are then all absorbed),
-    /// which is `Ok`. `None` while the log works.
-    fn after_log_failure(&self) -> Option<Result<()>> {
-        let e = self.inner.dirty.log_failure()?;
-        Some(if self.inner.dirty.is_empty() {
-            Ok(())
-        } else {
-            Err(StoreError::Io(format!(
-                "operation log: failed ({e}); keys still dirty"
-            )))
-        })
-    }
-
-    /// Syncs the operation log's records appended so far, outside its
-    /// lock (`OpLog::flushed_segment`), so that the tier's appends go on
-    /// meanwhile.
-    fn sync_log(&self) -> Result<()> {
-        if let Some(done) = self.after_log_failure() {
-            return done;
-        }
-        let seg = match self.inner.dirty.log.lock().as_mut() {
-            Some(log) => log.flushed_segment()?,
-            None => return Ok(()),
-        };
-        seg.sync_data()
-            .map_err(|e| StoreError::Io(format!("operation log: sync: {e}")))
+        self.flush_log()?;
+        self.inner.kv.persist()
     }
 
     /// Flushes and fully compacts the store, dropping stale element entries.
@@ -1002,74 +1006,65 @@ impl Store {
     }
 }
 
-/// How long the log writer waits, once woken, for more records to join
-/// the same write.
-const LOG_GATHER: Duration = Duration::from_millis(2);
-
-/// Starts the operation log's writer (`oplog`'s module docs): woken by a
-/// value record or 64 KiB of edits queued after its last write, it
-/// gathers for [`LOG_GATHER`],
-/// then writes the queue and hands it to the OS, outside the log's lock.
-/// A failure poisons the log (the tier turns itself off). Returns its
-/// handle, or `None` when no thread could be started (appends then write
-/// the queue at [`oplog::MAX_PENDING`], and the persister each
-/// second).
-fn spawn_log_writer(weak: Weak<Inner>) -> Option<std::thread::Thread> {
+/// Starts the persister: once a second, the `appendfsync` work and the
+/// handing back of idle memory; the write-back tier's checkpoints every
+/// [`CHECKPOINT_EVERY`], or as soon as the dirty keys or the log ask for
+/// one (the log wakes the thread, `OpLog::set_waker`). Returns its
+/// handle, or `None` when no thread could be started.
+fn spawn_persister(weak: Weak<Inner>) -> Option<std::thread::Thread> {
     let handle = std::thread::Builder::new()
-        .name("roaringd-oplog".into())
-        .spawn(move || loop {
-            std::thread::park_timeout(Duration::from_millis(500));
-            std::thread::sleep(LOG_GATHER);
-            let Some(inner) = weak.upgrade() else { return };
-            let batch = inner
-                .dirty
-                .log
-                .lock()
-                .as_mut()
-                .and_then(oplog::OpLog::take_for_writer);
-            if let Some(batch) = batch {
-                let _ = batch.write();
-            }
-        })
-        .ok()?;
-    Some(handle.thread().clone())
-}
-
-fn spawn_persister(weak: Weak<Inner>) {
-    let _ = std::thread::Builder::new()
         .name("roaringd-fsync".into())
         .spawn(move || {
             let mut last_checkpoint = Instant::now();
+            let mut next_tick = Instant::now() + Duration::from_secs(1);
             loop {
-                std::thread::sleep(Duration::from_secs(1));
+                std::thread::park_timeout(next_tick.saturating_duration_since(Instant::now()));
                 let Some(inner) = weak.upgrade() else { return };
                 let store = Store { inner };
                 let inner = &store.inner;
-                // A failure here surfaces on the next commit (fjall poisons).
-                // `always` commits sync (and so flush) themselves.
-                match SyncMode::from_u8(inner.sync.load(Ordering::Relaxed)) {
-                    SyncMode::EverySec => {
-                        let _ = store.persist();
+                let tick = Instant::now() >= next_tick;
+                if tick {
+                    next_tick = Instant::now() + Duration::from_secs(1);
+                    // A failure here surfaces on the next commit (fjall
+                    // poisons). `always` commits sync (and so flush)
+                    // themselves.
+                    match SyncMode::from_u8(inner.sync.load(Ordering::Relaxed)) {
+                        SyncMode::EverySec => {
+                            let _ = store.persist();
+                        }
+                        SyncMode::No => {
+                            let _ = store.write_to_os();
+                        }
+                        SyncMode::Always => {}
                     }
-                    SyncMode::No => {
-                        let _ = store.write_to_os();
-                    }
-                    SyncMode::Always => {}
                 }
                 // The write-back tier: dirty keys go to the `Kv` every
                 // `CHECKPOINT_EVERY`, or sooner once they take half their
                 // budget (past it, edits would take the ordinary path) or
-                // their records would take a recovery long to replay.
-                if !inner.dirty.is_empty()
-                    && (last_checkpoint.elapsed() >= CHECKPOINT_EVERY
-                        || inner.dirty.wants_checkpoint())
+                // their records would take a recovery long to replay; and
+                // the log's chunks are released once they pass
+                // `oplog::RELEASE_BYTES`, before their memtable is flushed.
+                let release = inner
+                    .dirty
+                    .log
+                    .lock()
+                    .as_ref()
+                    .is_some_and(oplog::OpLog::wants_release);
+                if release
+                    || (!inner.dirty.is_empty()
+                        && (last_checkpoint.elapsed() >= CHECKPOINT_EVERY
+                            || inner.dirty.wants_checkpoint()))
                 {
                     let _ = store.checkpoint();
                     last_checkpoint = Instant::now();
                 }
-                let _ = inner.kv.release_when_idle();
+                if tick {
+                    let _ = inner.kv.release_when_idle();
+                }
             }
-        });
+        })
+        .ok()?;
+    Some(handle.thread().clone())
 }
 
 /// Recovery commits its transaction of replayed records after this many
@@ -1097,6 +1092,23 @@ mod format_tests {
             dir: Some(dir.to_path_buf()),
             ..StoreConfig::default()
         })
+    }
+
+    /// The operation log of an older build (its own files): refused while
+    /// it holds records, with the way out; removed when it is empty, as a
+    /// clean shutdown leaves it.
+    #[test]
+    fn an_old_operation_log_is_refused_while_it_holds_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(OLD_OPLOG_DIR);
+        std::fs::create_dir_all(&old).unwrap();
+        std::fs::write(old.join("oplog-00000000000000000007.log"), b"\x01").unwrap();
+        let err = open(dir.path()).err().expect("refused");
+        assert!(err.to_string().contains("SHUTDOWN it"), "{err}");
+        std::fs::write(old.join("oplog-00000000000000000007.log"), b"").unwrap();
+        let st = open(dir.path()).unwrap();
+        assert!(!old.exists());
+        drop(st);
     }
 
     /// The store format is recorded at open; a directory of a newer

@@ -473,6 +473,10 @@ impl Kv for WriteBehind {
         self.write_marker(Durability::Sync)
     }
 
+    fn write_failure(&self) -> Option<String> {
+        self.shared.queue.lock().failed.clone()
+    }
+
     fn flush_buffers(&self) -> Result<()> {
         self.write_marker(Durability::Buffer)
     }

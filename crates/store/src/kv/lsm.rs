@@ -28,7 +28,7 @@ fn io(e: fjall::Error) -> StoreError {
 /// The fjall-backed storage engine.
 pub struct LsmKv {
     db: Database,
-    spaces: Arc<[Keyspace; 3]>,
+    spaces: Arc<[Keyspace; 4]>,
     /// The `meta` handle lent to the compaction filter. Cleared on drop:
     /// the filter factory lives inside the database's config, so holding a
     /// keyspace there would keep the database alive (and locked) forever.
@@ -145,7 +145,25 @@ impl LsmKv {
             })
             .map_err(io)
         };
-        let spaces = [open(Space::Meta)?, open(Space::Data)?, open(Space::Expiry)?];
+        // The operation log's chunks are written once, read only by a
+        // recovery, and deleted within seconds: uncompressed, and most of
+        // them deleted before their memtable is flushed (the flush then
+        // drops them).
+        let log = db
+            .keyspace(Space::Log.name(), || {
+                KeyspaceCreateOptions::default()
+                    .max_memtable_size(memtable_bytes.max(1 << 20))
+                    .data_block_compression_policy(fjall::config::CompressionPolicy::all(
+                        fjall::CompressionType::None,
+                    ))
+            })
+            .map_err(io)?;
+        let spaces = [
+            open(Space::Meta)?,
+            open(Space::Data)?,
+            open(Space::Expiry)?,
+            log,
+        ];
         *meta_slot.write() = Some(spaces[Space::Meta.index()].clone());
         let marker = db
             .keyspace(MARKER_SPACE, KeyspaceCreateOptions::default)
@@ -245,7 +263,7 @@ impl KvRead for LsmKv {
 /// A fjall cross-keyspace snapshot.
 struct LsmSnapshot {
     snap: Snapshot,
-    spaces: Arc<[Keyspace; 3]>,
+    spaces: Arc<[Keyspace; 4]>,
 }
 
 impl KvRead for LsmSnapshot {

@@ -1,4 +1,4 @@
-//! `MemKv`: the in-memory [`Kv`], three `BTreeMap`s behind one lock. For fast
+//! `MemKv`: the in-memory [`Kv`], a `BTreeMap` per space behind one lock. For fast
 //! tests and for `Store::open` without a directory. Nothing is durable;
 //! `persist` is a no-op and `compact` runs the data GC over the map.
 
@@ -13,7 +13,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
-type Maps = [Map; 3];
+type Maps = [Map; Space::ALL.len()];
 
 /// Entries copied out per lock acquisition while iterating.
 const CHUNK: usize = 128;
@@ -200,7 +200,7 @@ impl Kv for MemKv {
     fn compact(&self) -> Result<()> {
         let Some(gc) = &self.gc else { return Ok(()) };
         let mut maps = self.maps.write();
-        let [meta, data, _] = &mut *maps;
+        let [meta, data, ..] = &mut *maps;
         let lookup = |k: &[u8]| -> Result<Option<Vec<u8>>> { Ok(meta.get(k).cloned()) };
         let mut stale = Vec::new();
         for key in data.keys() {

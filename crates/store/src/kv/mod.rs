@@ -27,11 +27,14 @@ pub enum Space {
     Data,
     /// `expire_at_ms | db | key` → empty: the expiry index.
     Expiry,
+    /// `seq u64 BE` → a chunk of the bitmap write-back tier's operation
+    /// log (`types::bitmap::oplog`).
+    Log,
 }
 
 impl Space {
     /// Every space, in a fixed order.
-    pub const ALL: [Space; 3] = [Space::Meta, Space::Data, Space::Expiry];
+    pub const ALL: [Space; 4] = [Space::Meta, Space::Data, Space::Expiry, Space::Log];
 
     /// The on-disk name of the space (a fjall keyspace name).
     #[must_use]
@@ -40,6 +43,7 @@ impl Space {
             Space::Meta => "meta",
             Space::Data => "data",
             Space::Expiry => "expiry",
+            Space::Log => "log",
         }
     }
 
@@ -382,6 +386,12 @@ pub trait Kv: KvRead {
     /// # Errors
     /// `Io` when the sync fails.
     fn persist(&self) -> Result<()>;
+
+    /// The first write the engine refused, once there was one: every
+    /// later write fails with it too. `None` by default.
+    fn write_failure(&self) -> Option<String> {
+        None
+    }
 
     /// Hands every batch written so far (`Lazy` ones included) to the OS,
     /// without syncing. A no-op for engines without a write buffer.

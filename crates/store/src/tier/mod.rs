@@ -671,7 +671,7 @@ impl TieredKv {
                         by_key.push((tier_key_of_data(&key[..plen]), i));
                     }
                 }
-                Space::Expiry => {}
+                Space::Expiry | Space::Log => {}
             }
         }
         by_key.sort_by(|a, b| (*a.0).cmp(&*b.0).then(a.1.cmp(&b.1)));
@@ -830,7 +830,7 @@ impl KvRead for TieredKv {
                 Some(plen) => self.get_data(key, plen),
                 None => self.inner.get(space, key),
             },
-            Space::Expiry => self.inner.get(space, key),
+            Space::Expiry | Space::Log => self.inner.get(space, key),
         }
     }
 
@@ -941,6 +941,10 @@ impl Kv for TieredKv {
 
     fn persist(&self) -> Result<()> {
         self.inner.persist()
+    }
+
+    fn write_failure(&self) -> Option<String> {
+        self.inner.write_failure()
     }
 
     fn flush_buffers(&self) -> Result<()> {

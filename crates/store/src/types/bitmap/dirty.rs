@@ -311,8 +311,6 @@ pub struct Dirty {
     pub(crate) log: Mutex<Option<OpLog>>,
     /// Whether `log` is `Some` (read without its lock).
     has_log: AtomicBool,
-    /// The log's failure flag (`OpLog::failure_flag`), once installed.
-    log_failed: std::sync::OnceLock<Arc<std::sync::OnceLock<String>>>,
 }
 
 fn shard_of(mk: &[u8]) -> usize {
@@ -333,17 +331,12 @@ impl Dirty {
             edits: AtomicU64::new(0),
             budget: AtomicU64::new(DEFAULT_BUDGET),
             has_log: AtomicBool::new(log.is_some()),
-            log_failed: log
-                .as_ref()
-                .map(OpLog::failure_flag)
-                .map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
             log: Mutex::new(log),
         }
     }
 
     /// Turns the tier on with `log` (a store's, once replayed).
     pub fn install_log(&self, log: OpLog) {
-        let _ = self.log_failed.set(log.failure_flag());
         *self.log.lock() = Some(log);
         self.has_log.store(true, Ordering::Release);
     }
@@ -400,21 +393,10 @@ impl Dirty {
         self.budget.store(bytes, Ordering::Relaxed);
     }
 
-    /// True when the tier is on (the store has a log, which has not
-    /// failed, and a budget).
+    /// True when the tier is on (the store has a log and a budget).
     #[must_use]
     pub fn enabled(&self) -> bool {
-        self.has_log.load(Ordering::Acquire)
-            && self.budget.load(Ordering::Relaxed) > 0
-            && self.log_failure().is_none()
-    }
-
-    /// The log's first write or sync failure, once there was one: the
-    /// tier then takes no new edit (they go to the `Kv`), and what is
-    /// dirty is written back by the checkpoints.
-    #[must_use]
-    pub fn log_failure(&self) -> Option<&str> {
-        self.log_failed.get()?.get().map(String::as_str)
+        self.has_log.load(Ordering::Acquire) && self.budget.load(Ordering::Relaxed) > 0
     }
 
     /// The live meta of dirty key `mk` (its meta key).
@@ -1394,25 +1376,16 @@ mod tests {
         let mut model: BTreeSet<u32> = a.iter().chain(&b).copied().collect();
         model.remove(&7);
         let want: Vec<u32> = model.iter().copied().collect();
-        // What a crash leaves: the records handed to the OS.
-        st.inner.dirty.log.lock().as_mut().unwrap().flush().unwrap();
-        let log = dir.path().join("roaringd-oplog");
-        let saved: Vec<(std::path::PathBuf, Vec<u8>)> = std::fs::read_dir(&log)
-            .unwrap()
-            .map(|e| {
-                let p = e.unwrap().path();
-                let bytes = std::fs::read(&p).unwrap();
-                (p, bytes)
-            })
-            .collect();
+        // What a crash leaves: the records handed to the OS, and the
+        // floor as it is.
+        st.write_to_os().unwrap();
+        let saved = saved_log(&st);
         drop(st);
         let st = open(dir.path());
         assert_eq!(values(&st, b"d"), Some(want.clone()));
+        // As if recovery had crashed before it raised the floor.
+        restore_log(&st, &saved);
         drop(st);
-        // As if recovery had crashed before it released the log.
-        for (p, bytes) in &saved {
-            std::fs::write(p, bytes).unwrap();
-        }
         let st = open(dir.path());
         assert_eq!(values(&st, b"d"), Some(want));
         let mut t = st.begin(&[(0, b"d")]);
@@ -1446,50 +1419,9 @@ mod tests {
         assert_eq!(values(&st, b"b").unwrap(), with_base(&[3, 7]));
     }
 
-    /// A failed log write turns the tier off: the edit it lost stays
-    /// readable and is written back to the `Kv` (so it survives a crash),
-    /// later edits go to the `Kv`, and appends are refused.
-    #[test]
-    fn a_failed_log_write_turns_the_tier_off_and_loses_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let st = open(dir.path());
-        set_bits(&st, b"k", &base());
-        let setbit = |off: u32| {
-            let mut t = st.begin_keep_dirty(&[(0, b"k")]);
-            t.tr_setbit(0, b"k", off, true).unwrap();
-            t.commit().unwrap();
-        };
-        setbit(1);
-        st.inner.dirty.log.lock().as_mut().unwrap().flush().unwrap();
-        st.inner.dirty.log.lock().as_mut().unwrap().break_writes();
-        // Queued, acknowledged, then lost by the write.
-        setbit(2);
-        assert_eq!(st.inner.dirty.len(), 1);
-        assert!(st.inner.dirty.log.lock().as_mut().unwrap().flush().is_err());
-        assert!(st.log_failure().is_some());
-        assert!(!st.inner.dirty.enabled());
-        {
-            let mut log = st.inner.dirty.log.lock();
-            let log = log.as_mut().unwrap();
-            assert!(log.append(0, 1, b"k", 5, true).is_err());
-            assert!(log.sync().is_err());
-        }
-        // The tier is off: this edit goes to the `Kv`, absorbing the key.
-        setbit(3);
-        assert!(st.inner.dirty.is_empty());
-        assert_eq!(values(&st, b"k").unwrap(), with_base(&[1, 2, 3]));
-        // Nothing is dirty: a checkpoint (and SAVE) needs the `Kv` only.
-        st.checkpoint().unwrap();
-        st.persist().unwrap();
-        drop(st);
-        let st = open(dir.path());
-        assert!(st.log_failure().is_none());
-        assert_eq!(values(&st, b"k").unwrap(), with_base(&[1, 2, 3]));
-    }
-
-    /// A crash after an absorb reached the `Kv` but before its records
-    /// reached the log (the checkpoint persists the `Kv`, then syncs the
-    /// log) leaves a `wb` entry above the log's last record. The sequence
+    /// A store whose journal kept an absorb but not the records before it
+    /// (the journal keeps a prefix, so only damage could do this) has a
+    /// `wb` entry above the log's last record. The sequence
     /// numbers the log then hands out again must not be taken for
     /// absorbed: an edit logged after the restart survives the next crash.
     #[test]
@@ -1505,18 +1437,17 @@ mod tests {
         assert_eq!(st.inner.dirty.len(), 1);
         // An ordinary read absorbs the key: its `wb` entry names seq 3.
         assert_eq!(values(&st, b"k").unwrap(), with_base(&[1, 2, 3]));
-        st.inner.kv.persist().unwrap();
-        drop(st);
-        // The crash: the log lost its records.
-        let seg = dir.path().join("roaringd-oplog");
-        for e in std::fs::read_dir(&seg).unwrap() {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(e.unwrap().path())
-                .unwrap()
-                .set_len(0)
-                .unwrap();
+        // The loss: the log's records go.
+        st.persist().unwrap();
+        let mut batch = crate::kv::WriteBatch::new();
+        for (k, _) in saved_log(&st).0 {
+            batch.delete(crate::kv::Space::Log, k);
         }
+        st.inner
+            .kv
+            .write(batch, crate::kv::Durability::Sync)
+            .unwrap();
+        drop(st);
         let st = open(dir.path());
         assert_eq!(values(&st, b"k").unwrap(), with_base(&[1, 2, 3]));
         let mut t = st.begin_keep_dirty(&[(0, b"k")]);
@@ -1533,17 +1464,98 @@ mod tests {
     #[test]
     fn a_hostile_value_record_is_corrupt() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut log, _) =
-            crate::types::bitmap::oplog::OpLog::open(&dir.path().join("roaringd-oplog")).unwrap();
-        log.append_value(0, 1, b"k", vec![(0u16, vec![0xff; 5].into())], 0)
+        let st = open(dir.path());
+        st.inner
+            .dirty
+            .log
+            .lock()
+            .as_mut()
+            .unwrap()
+            .append_value(0, 1, b"k", vec![(0u16, vec![0xff; 5].into())].into(), 0)
             .unwrap();
-        log.sync().unwrap();
-        drop(log);
+        st.persist().unwrap();
+        drop(st);
         let r = Store::open(StoreConfig {
             dir: Some(dir.path().to_path_buf()),
             ..StoreConfig::default()
         });
         assert!(matches!(r, Err(crate::error::StoreError::Corrupt(_))));
+    }
+
+    /// A checkpoint raises the log's floor past the records it wrote
+    /// back and deletes their chunks; the records of a key still dirty
+    /// stay.
+    #[test]
+    fn a_checkpoint_deletes_the_chunks_below_the_floor() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        for key in [&b"a"[..], b"b"] {
+            set_bits(&st, key, &base());
+        }
+        let setbit = |key: &[u8], off: u32| {
+            let mut t = st.begin_keep_dirty(&[(0, key)]);
+            t.tr_setbit(0, key, off, true).unwrap();
+            t.commit().unwrap();
+        };
+        for off in [1, 2, 3] {
+            setbit(b"a", off);
+        }
+        assert!(saved_log(&st).0.is_empty(), "pending until a flush");
+        st.persist().unwrap();
+        assert_eq!(saved_log(&st).0.len(), 1, "one chunk");
+        st.checkpoint().unwrap();
+        setbit(b"b", 4);
+        st.persist().unwrap();
+        let (records, floor) = saved_log(&st);
+        assert_eq!(floor, Some(4u64.to_be_bytes().to_vec()));
+        let seqs: Vec<Option<u64>> = records
+            .iter()
+            .map(|(k, _)| crate::types::bitmap::oplog::seq_of_key(k))
+            .collect();
+        assert_eq!(seqs, [Some(4)]);
+        drop(st);
+        let st = open(dir.path());
+        assert_eq!(values(&st, b"a").unwrap(), with_base(&[1, 2, 3]));
+        assert_eq!(values(&st, b"b").unwrap(), with_base(&[4]));
+    }
+
+    /// The log's record entries and its floor entry, as stored.
+    type SavedLog = (Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>);
+
+    fn saved_log(st: &Store) -> SavedLog {
+        use crate::kv::Space;
+        use crate::types::bitmap::oplog;
+        let records = st
+            .inner
+            .kv
+            .range(
+                Space::Log,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                false,
+            )
+            .map(Result::unwrap)
+            .collect();
+        let floor = st.inner.kv.get(Space::Meta, &oplog::floor_key()).unwrap();
+        (records, floor)
+    }
+
+    /// Writes `saved`'s records and floor back, durably.
+    fn restore_log(st: &Store, (records, floor): &SavedLog) {
+        use crate::kv::{Space, WriteBatch};
+        use crate::types::bitmap::oplog;
+        let mut batch = WriteBatch::new();
+        for (k, v) in records {
+            batch.put(Space::Log, k.clone(), v.clone());
+        }
+        match floor {
+            Some(f) => batch.put(Space::Meta, oplog::floor_key(), f.clone()),
+            None => batch.delete(Space::Meta, oplog::floor_key()),
+        }
+        st.inner
+            .kv
+            .write(batch, crate::kv::Durability::Sync)
+            .unwrap();
     }
 
     proptest::proptest! {

@@ -110,17 +110,19 @@ impl BitmapTxnState {
     }
 
     /// Commit hook, first of all: when the commit gives `durability`
-    /// `Sync` (`always`, unless deferred), syncs the operation log when
-    /// this `Txn` appended to it (a write the tier took writes nothing
-    /// else, so this precedes the check for an empty commit).
+    /// `Sync` (`always`, unless deferred), syncs the LSM store's journal
+    /// when this `Txn` appended to the operation log, whose records it
+    /// holds (a write the tier took writes nothing else, so this precedes
+    /// the check for an empty commit).
     ///
     /// # Errors
     /// `Io` when the sync fails.
     pub(crate) fn sync_log(&self, inner: &Inner, durability: Durability) -> Result<()> {
         if self.oplog_appended && durability == Durability::Sync {
             if let Some(log) = inner.dirty.log.lock().as_mut() {
-                log.sync()?;
+                log.flush()?;
             }
+            inner.kv.persist()?;
         }
         Ok(())
     }

@@ -249,7 +249,7 @@ impl Txn {
     /// Appends an edit's record to the operation log (`append`) and
     /// records the key's meta (`m` with summary `s`) and changed blocks
     /// in the dirty map under the log's lock, so that a checkpoint, which
-    /// releases log segments under it, sees the key dirty with this
+    /// raises the log's floor under it, sees the key dirty with this
     /// record. Returns false, having done nothing, when the blocks' room
     /// (counted bytes) is past the budget or the store has no log (the
     /// tier is off).
