@@ -507,7 +507,7 @@ impl OpLog {
             return Ok(());
         }
         let mut batch = WriteBatch::with_capacity(1 + self.values.len());
-        let mut bytes = (self.pending.len() + self.values_bytes) as u64;
+        let bytes = (self.pending.len() + self.values_bytes) as u64;
         let mut written = Vec::with_capacity(1 + self.values.len());
         if !self.pending.is_empty() {
             let chunk = std::mem::take(&mut self.pending);
@@ -521,7 +521,6 @@ impl OpLog {
         self.values_bytes = 0;
         self.kv.write(batch, Durability::Lazy)?;
         self.chunks.extend(written);
-        bytes = bytes.max(1);
         let before = self.unreleased;
         self.unreleased += bytes;
         if before < RELEASE_BYTES && self.unreleased >= RELEASE_BYTES {
