@@ -689,11 +689,17 @@ mod tests {
         let rig = Rig::new();
         rig.refuse.store(true, Ordering::SeqCst);
         let k = meta_key(0, b"k");
+        assert_eq!(rig.wb.write_failure(), None);
         // Acknowledged when queued, refused by the engine.
         rig.wb
             .write(put(Space::Meta, &k, b"1"), Durability::Lazy)
             .unwrap();
         assert!(rig.wb.persist().is_err());
+        // INFO's aof_last_write_status reads it.
+        assert!(rig
+            .wb
+            .write_failure()
+            .is_some_and(|e| e.contains("disk full")));
         assert!(rig.wb.flush_buffers().is_err());
         rig.refuse.store(false, Ordering::SeqCst);
         let e = rig
