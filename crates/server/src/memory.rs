@@ -32,8 +32,10 @@ pub struct Split {
     pub maxmemory: u64,
     /// The LSM store's block cache.
     pub block_cache: u64,
-    /// Each LSM keyspace's largest memtable (three keyspaces, and a sealed
-    /// memtable may wait for its flush beside the active one).
+    /// Each LSM keyspace's largest memtable. Six of them are set aside:
+    /// the store seals every keyspace's memtable once together they pass
+    /// two (`LsmKv::bound_memtables`; four keyspaces since the operation
+    /// log's), and sealed ones wait for their flush beside the active.
     pub memtable: u64,
     /// The bitmap container cache.
     pub container_cache: u64,
