@@ -1222,6 +1222,14 @@ mod tests {
         t.commit().unwrap();
     }
 
+    /// TR.SETBIT `key` `off` 1 in a `keep_dirty` transaction (the tier's
+    /// path when it takes the edit).
+    fn kept_setbit(st: &Store, key: &[u8], off: u32) {
+        let mut t = st.begin_keep_dirty(&[(0, key)]);
+        t.tr_setbit(0, key, off, true).unwrap();
+        t.commit().unwrap();
+    }
+
     /// 300 bits in block 0: an array container of 604 bytes, a single that
     /// the write-back tier takes (smaller containers share pages).
     fn base() -> Vec<u32> {
@@ -1403,9 +1411,7 @@ mod tests {
         let st = open(dir.path());
         for key in [&b"a"[..], b"b"] {
             set_bits(&st, key, &base());
-            let mut t = st.begin_keep_dirty(&[(0, key)]);
-            t.tr_setbit(0, key, 3, true).unwrap();
-            t.commit().unwrap();
+            kept_setbit(&st, key, 3);
         }
         assert_eq!(st.inner.dirty.len(), 2);
         let mut t = st.begin_keep_dirty(&[(0, b"a"), (0, b"b")]);
@@ -1492,19 +1498,14 @@ mod tests {
         for key in [&b"a"[..], b"b"] {
             set_bits(&st, key, &base());
         }
-        let setbit = |key: &[u8], off: u32| {
-            let mut t = st.begin_keep_dirty(&[(0, key)]);
-            t.tr_setbit(0, key, off, true).unwrap();
-            t.commit().unwrap();
-        };
         for off in [1, 2, 3] {
-            setbit(b"a", off);
+            kept_setbit(&st, b"a", off);
         }
         assert!(saved_log(&st).0.is_empty(), "pending until a flush");
         st.persist().unwrap();
         assert_eq!(saved_log(&st).0.len(), 1, "one chunk");
         st.checkpoint().unwrap();
-        setbit(b"b", 4);
+        kept_setbit(&st, b"b", 4);
         st.persist().unwrap();
         let (records, floor) = saved_log(&st);
         assert_eq!(floor, Some(4u64.to_be_bytes().to_vec()));
