@@ -213,6 +213,29 @@ pub(crate) struct ExpiryCursor {
 }
 
 impl Inner {
+    /// Writes the operation log's pending records to the `Kv`
+    /// (`OpLog::flush`), ahead of a sync or a hand-over to the OS.
+    ///
+    /// # Errors
+    /// `Io` when the write fails.
+    fn flush_log(&self) -> Result<()> {
+        match self.dirty.log.lock().as_mut() {
+            Some(log) => log.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// Syncs everything committed so far, the operation log's pending
+    /// records included ([`Store::persist`], an `always` commit that
+    /// appended to the log).
+    ///
+    /// # Errors
+    /// `Io` on failure.
+    pub(crate) fn persist(&self) -> Result<()> {
+        self.flush_log()?;
+        self.kv.persist()
+    }
+
     /// Records that a commit added an expiry index entry at `t`.
     pub(crate) fn note_expiry_added(&self, t: u64) {
         let mut c = self.expiry_cursor.lock();
@@ -621,21 +644,25 @@ impl Store {
             let (db, key) = keys::split_meta_key(&mk)?;
             self.begin(&[(db, key)]).commit()?;
         }
-        // Under the log's lock: no record is appended meanwhile, so what
-        // must stay (the records of the keys dirty now, and later ones)
-        // is known, and the batch names every chunk below it.
-        let mut guard = self.inner.dirty.log.lock();
-        let Some(log) = guard.as_mut() else {
-            return Ok(());
+        // Under the log's lock, what must stay: the records of the keys
+        // dirty now, and later ones (a key's records and its dirty state
+        // are recorded under that lock), and the chunks below it.
+        let (keep_from, mut batch, gone) = {
+            let guard = self.inner.dirty.log.lock();
+            let Some(log) = guard.as_ref() else {
+                return Ok(());
+            };
+            let keep_from = self.inner.dirty.min_first_seq().unwrap_or(log.next_seq());
+            if keep_from <= log.floor() {
+                return Ok(());
+            }
+            let mut batch = WriteBatch::new();
+            let gone = log.release_below(keep_from, &mut batch);
+            (keep_from, batch, gone)
         };
-        let keep_from = self.inner.dirty.min_first_seq().unwrap_or(log.next_seq());
-        if keep_from <= log.floor() {
-            return Ok(());
-        }
         // The `wb` entries below the floor filter nothing once a replay
-        // starts there.
-        let mut batch = WriteBatch::new();
-        log.release_below(keep_from, &mut batch);
+        // starts there. Read and written without the log's lock, which
+        // appends take: the read waits for the LSM store's queue.
         let prefix = wb_prefix();
         for e in self.inner.kv.prefix(Space::Meta, &prefix, false) {
             let (k, _) = e?;
@@ -645,7 +672,9 @@ impl Store {
             }
         }
         self.inner.kv.write(batch, Durability::Lazy)?;
-        log.released(keep_from);
+        if let Some(log) = self.inner.dirty.log.lock().as_mut() {
+            log.released(keep_from, &gone);
+        }
         Ok(())
     }
 
@@ -665,20 +694,8 @@ impl Store {
     /// # Errors
     /// `Io` when a write fails.
     pub fn write_to_os(&self) -> Result<()> {
-        self.flush_log()?;
+        self.inner.flush_log()?;
         self.inner.kv.flush_buffers()
-    }
-
-    /// Writes the operation log's pending records to the `Kv`
-    /// (`OpLog::flush`), ahead of a sync or a hand-over to the OS.
-    ///
-    /// # Errors
-    /// `Io` when the write fails.
-    pub(crate) fn flush_log(&self) -> Result<()> {
-        match self.inner.dirty.log.lock().as_mut() {
-            Some(log) => log.flush(),
-            None => Ok(()),
-        }
     }
 
     /// Current sync mode.
@@ -842,8 +859,7 @@ impl Store {
     /// # Errors
     /// `Io` on failure.
     pub fn persist(&self) -> Result<()> {
-        self.flush_log()?;
-        self.inner.kv.persist()
+        self.inner.persist()
     }
 
     /// Flushes and fully compacts the store, dropping stale element entries.

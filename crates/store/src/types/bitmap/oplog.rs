@@ -177,16 +177,25 @@ pub fn seq_of_key(key: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(key.try_into().ok()?))
 }
 
+/// Refuses a key longer than [`MAX_KEY`].
+fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY {
+        return Err(StoreError::corrupt("operation log: key too long"));
+    }
+    Ok(())
+}
+
 /// Appends a record to `out` as a chunk holds it: `len: u32 LE`, then
-/// the payload (the fixed part, the key, then `tail`).
+/// the payload (the fixed part, the key, then the `tail_len` bytes that
+/// `tail` appends).
 fn encode_into(
     out: &mut Vec<u8>,
     seq: u64,
     (db, version, key): (u16, u64, &[u8]),
     (kind, word): (u8, u32),
-    tail: &[&[u8]],
+    (tail_len, tail): (usize, impl FnOnce(&mut Vec<u8>)),
 ) {
-    let len = FIXED + key.len() + tail.iter().map(|t| t.len()).sum::<usize>();
+    let len = FIXED + key.len() + tail_len;
     out.reserve(4 + len);
     out.extend_from_slice(&(len as u32).to_le_bytes());
     out.extend_from_slice(&seq.to_le_bytes());
@@ -195,9 +204,9 @@ fn encode_into(
     out.push(kind);
     out.extend_from_slice(&word.to_le_bytes());
     out.extend_from_slice(key);
-    for t in tail {
-        out.extend_from_slice(t);
-    }
+    let at = out.len();
+    tail(out);
+    debug_assert_eq!(out.len() - at, tail_len, "the tail's length as announced");
 }
 
 /// Decodes a record's payload, or `None` when it is cut short, too long
@@ -534,20 +543,26 @@ impl OpLog {
     /// Puts into `batch` the floor `seq` (every record below it is
     /// written back: the caller wrote those keys clean in batches before
     /// this one, which the journal keeps in order) and the deletes of the
-    /// chunks that end below it. Once `batch` is written the caller calls
-    /// [`OpLog::released`].
-    pub fn release_below(&self, seq: u64, batch: &mut WriteBatch) {
+    /// chunks that end below it, and returns those chunks. Once `batch`
+    /// is written the caller calls [`OpLog::released`] with them (the
+    /// log's lock may be let go meanwhile: a chunk written then is deleted
+    /// by a later release).
+    pub fn release_below(&self, seq: u64, batch: &mut WriteBatch) -> Vec<u64> {
         batch.put(Space::Meta, floor_key(), seq.to_be_bytes().to_vec());
-        for &c in self.chunks.range(..seq) {
+        let gone: Vec<u64> = self.chunks.range(..seq).copied().collect();
+        for &c in &gone {
             batch.delete(Space::Log, log_key(c));
         }
+        gone
     }
 
-    /// Notes that a batch of [`OpLog::release_below`]`(seq, ..)` is
-    /// written.
-    pub fn released(&mut self, seq: u64) {
+    /// Notes that a batch of [`OpLog::release_below`]`(seq, ..)`, which
+    /// deleted chunks `gone`, is written.
+    pub fn released(&mut self, seq: u64, gone: &[u64]) {
         self.floor = self.floor.max(seq);
-        self.chunks = self.chunks.split_off(&seq);
+        for c in gone {
+            self.chunks.remove(c);
+        }
         // Held values below the floor are written back: never needed.
         self.values.retain(|v| v.seq >= seq);
         self.values_bytes = self.values.iter().map(|v| v.bytes).sum();
@@ -560,11 +575,9 @@ impl OpLog {
         &mut self,
         target: (u16, u64, &[u8]),
         kind_word: (u8, u32),
-        tail: &[&[u8]],
+        tail: (usize, impl FnOnce(&mut Vec<u8>)),
     ) -> Result<u64> {
-        if target.2.len() > MAX_KEY {
-            return Err(StoreError::corrupt("operation log: key too long"));
-        }
+        check_key(target.2)?;
         let seq = self.next;
         // The chunk's buffer is sized once for a whole chunk (it is handed
         // to the `Kv` when full), not grown by doublings.
@@ -593,7 +606,11 @@ impl OpLog {
         offset: u32,
         set: bool,
     ) -> Result<u64> {
-        self.append_record((db, version, key), (u8::from(set), offset), &[])
+        self.append_record(
+            (db, version, key),
+            (u8::from(set), offset),
+            (0, |_: &mut Vec<u8>| {}),
+        )
     }
 
     /// Appends an edit of the listed bits (set or cleared) and returns
@@ -613,9 +630,17 @@ impl OpLog {
         if offsets.len() > MAX_BITS {
             return Err(StoreError::corrupt("operation log: too many bits"));
         }
-        let tail: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+        let tail = |out: &mut Vec<u8>| {
+            for o in offsets {
+                out.extend_from_slice(&o.to_le_bytes());
+            }
+        };
         let kind = KIND_CLEAR_BITS + u8::from(set);
-        self.append_record((db, version, key), (kind, offsets.len() as u32), &[&tail])
+        self.append_record(
+            (db, version, key),
+            (kind, offsets.len() as u32),
+            (4 * offsets.len(), tail),
+        )
     }
 
     /// Appends a range write (`start..=end` set, or flipped) and returns
@@ -638,7 +663,9 @@ impl OpLog {
         self.append_record(
             (db, version, key),
             (KIND_SET_RANGE + u8::from(flip), start),
-            &[&end.to_le_bytes()],
+            (4, |out: &mut Vec<u8>| {
+                out.extend_from_slice(&end.to_le_bytes())
+            }),
         )
     }
 
@@ -663,9 +690,7 @@ impl OpLog {
         blocks: Arc<[(u16, Arc<[u8]>)]>,
         pad: usize,
     ) -> Result<u64> {
-        if key.len() > MAX_KEY {
-            return Err(StoreError::corrupt("operation log: key too long"));
-        }
+        check_key(key)?;
         if blocks.iter().any(|(_, b)| b.len() < pad) {
             return Err(StoreError::corrupt(
                 "operation log: container shorter than its pad",
@@ -716,28 +741,16 @@ struct HeldValue {
 impl HeldValue {
     /// The record as a chunk of its own.
     fn encode(&self) -> Vec<u8> {
-        let frames: Vec<[u8; 6]> = self
-            .blocks
-            .iter()
-            .map(|(hi, b)| {
-                let mut f = [0u8; 6];
-                f[..2].copy_from_slice(&hi.to_le_bytes());
-                f[2..].copy_from_slice(&((b.len() - self.pad) as u32).to_le_bytes());
-                f
-            })
-            .collect();
-        let tail: Vec<&[u8]> = frames
-            .iter()
-            .zip(self.blocks.iter())
-            .flat_map(|(f, (_, b))| [&f[..], &b[self.pad..]])
-            .collect();
+        let body = self.bytes - 4 - FIXED - self.key.len();
         let mut chunk = Vec::with_capacity(self.bytes);
         encode_into(
             &mut chunk,
             self.seq,
             (self.db, self.version, &self.key),
             (KIND_VALUE, self.key.len() as u32),
-            &tail,
+            (body, |out: &mut Vec<u8>| {
+                encode_blocks(self.blocks.iter().map(|(hi, b)| (*hi, &b[self.pad..])), out);
+            }),
         );
         chunk
     }
@@ -869,9 +882,9 @@ mod tests {
     /// Writes a release of everything below `seq`.
     fn release(log: &mut OpLog, kv: &dyn Kv, seq: u64) {
         let mut batch = WriteBatch::new();
-        log.release_below(seq, &mut batch);
+        let gone = log.release_below(seq, &mut batch);
         kv.write(batch, Durability::Sync).unwrap();
-        log.released(seq);
+        log.released(seq, &gone);
     }
 
     /// Records come back in order, each as appended, from the floor up

@@ -119,10 +119,7 @@ impl BitmapTxnState {
     /// `Io` when the sync fails.
     pub(crate) fn sync_log(&self, inner: &Inner, durability: Durability) -> Result<()> {
         if self.oplog_appended && durability == Durability::Sync {
-            if let Some(log) = inner.dirty.log.lock().as_mut() {
-                log.flush()?;
-            }
-            inner.kv.persist()?;
+            inner.persist()?;
         }
         Ok(())
     }
