@@ -642,7 +642,7 @@ impl Txn {
     }
 
     /// Puts the absorbed meta of a dirty bitmap key into the overlay (its
-    /// stored state has no expiry: the tier takes no key with one).
+    /// expiry is the stored one: the tier never changes a key's expiry).
     pub(crate) fn absorb_meta(&mut self, mk: &[u8], m: KeyMeta) {
         let orig = Some(m.expire_at_ms);
         self.meta
@@ -687,6 +687,12 @@ impl Txn {
         };
         if m.is_expired(self.now) {
             if self.held.covers(db, key) {
+                // A key that expired while dirty (the write-back tier edits
+                // keys with an expiry) is absorbed first, so the delete
+                // below replaces its dirty state in this commit and the
+                // dirty entry is dropped with it; a checkpoint would
+                // otherwise write the expired key back.
+                self.absorb_dirty(db, key);
                 self.overlay_meta(mk, None)?;
                 self.touch(db, key);
                 self.expired += 1;

@@ -709,6 +709,13 @@ mod tests {
         /// ordinary write.
         BitOp(usize, u8, Vec<usize>),
         Del(usize),
+        /// EXPIRE far in the future (an ordinary command: absorbs); the
+        /// tier goes on taking the key's edits.
+        Expire(usize),
+        /// A TR.GETBIT through a `keep_dirty` transaction whose clock is
+        /// past every expiry [`Step::Expire`] sets: a key with an expiry
+        /// is deleted then, dirty or not.
+        Expired(usize),
         Checkpoint,
         /// Drop the store without a checkpoint and reopen it.
         Crash,
@@ -745,6 +752,8 @@ mod tests {
             3 => (0usize..2, 0u8..4, proptest::collection::vec(0usize..2, 1..3))
                 .prop_map(|(k, op, srcs)| Step::BitOp(k, op, srcs)),
             1 => (0usize..2).prop_map(Step::Del),
+            1 => (0usize..2).prop_map(Step::Expire),
+            1 => (0usize..2).prop_map(Step::Expired),
             1 => Just(Step::Checkpoint),
             1 => Just(Step::Crash),
         ]
@@ -772,6 +781,35 @@ mod tests {
             BitOp::Diff => acc.difference(&s).copied().collect(),
             BitOp::Not => unreachable!("not drawn"),
         })
+    }
+
+    /// The expiry [`Step::Expire`] sets: far beyond any test's run.
+    fn far_expiry() -> u64 {
+        crate::store::now_ms() + 1_000_000_000
+    }
+
+    /// True when `key` exists with an expiry, read through a `keep_dirty`
+    /// transaction (which absorbs nothing).
+    fn has_expiry(st: &Store, key: &[u8]) -> bool {
+        let mut t = st.begin_keep_dirty(&[(0, key)]);
+        let m = t.meta(0, key).unwrap();
+        t.commit().unwrap();
+        m.is_some_and(|m| m.expire_at_ms != 0)
+    }
+
+    /// True when the write-back tier holds `key` dirty.
+    fn is_dirty(st: &Store, key: &[u8]) -> bool {
+        st.inner.dirty.get(&crate::keys::meta_key(0, key)).is_some()
+    }
+
+    /// TR.GETBIT `key` 0 through a `keep_dirty` transaction whose clock is
+    /// past [`far_expiry`]: its reply.
+    fn getbit_after_expiry(st: &Store, key: &[u8]) -> bool {
+        let mut t = st.begin_keep_dirty(&[(0, key)]);
+        t.set_now_ms(far_expiry() + 1_000_000);
+        let got = t.tr_getbit(0, key, 0).unwrap();
+        t.commit().unwrap();
+        got
     }
 
     /// Runs TR.BITOP as the server runs it alone (`begin_keeping`).
@@ -1251,6 +1289,55 @@ mod tests {
         })
     }
 
+    /// A key with an expiry is the tier's like any other: its edits stay
+    /// dirty and keep the expiry, and a crash replays them onto the key
+    /// with its expiry. Once the key expires, a `keep_dirty` read deletes
+    /// it and its dirty state with it, so neither a checkpoint nor a
+    /// reopen brings it back.
+    #[test]
+    fn a_key_with_an_expiry_stays_dirty_and_expires_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        let at = far_expiry();
+        for key in [&b"k"[..], b"e"] {
+            set_bits(&st, key, &base());
+            in_txn(&st, key, false, |t| {
+                t.expire_at(0, key, at as i64, Default::default()).unwrap()
+            });
+            kept_setbit(&st, key, 1001);
+            assert!(is_dirty(&st, key));
+        }
+        let expiry = |st: &Store, key: &[u8]| {
+            in_txn(st, key, true, |t| {
+                t.meta(0, key).unwrap().unwrap().expire_at_ms
+            })
+        };
+        assert_eq!(expiry(&st, b"k"), at);
+        drop(st);
+        let st = open(dir.path());
+        for key in [&b"k"[..], b"e"] {
+            assert_eq!(values(&st, key).unwrap(), with_base(&[1001]));
+            assert_eq!(expiry(&st, key), at);
+        }
+        kept_setbit(&st, b"e", 1003);
+        assert!(is_dirty(&st, b"e"));
+        assert!(!getbit_after_expiry(&st, b"e"));
+        assert!(!is_dirty(&st, b"e"));
+        st.checkpoint().unwrap();
+        assert_eq!(values(&st, b"e"), None);
+        drop(st);
+        let st = open(dir.path());
+        assert_eq!(values(&st, b"e"), None);
+        assert_eq!(values(&st, b"k").unwrap(), with_base(&[1001]));
+        assert_eq!(
+            st.db_stats()[0],
+            crate::store::DbStats {
+                keys: 1,
+                expires: 1
+            }
+        );
+    }
+
     /// The facts (extremes, low sum) that cached containers carry into a
     /// TR.BITOP's summary stay exact while the sources are edited bit by
     /// bit on both paths (the tier's and the `Kv`'s delta entries), clears
@@ -1699,8 +1786,11 @@ mod tests {
                         // The tier takes the result when the destination
                         // exists, is no source, the sources are clean (an
                         // absorb is a write) and the result is not empty.
-                        let clean = |i: &usize| st.inner.dirty.get(&crate::keys::meta_key(0, KEYS[*i])).is_none();
+                        let clean = |i: &usize| !is_dirty(&st, KEYS[*i]);
+                        // A result replaces the key's TTL too, which the
+                        // tier never changes.
                         let taken = model.contains_key(&k)
+                            && !has_expiry(&st, KEYS[k])
                             && !srcs.contains(&k)
                             && srcs.iter().all(clean)
                             && !want.is_empty();
@@ -1714,6 +1804,23 @@ mod tests {
                         t.del(0, KEYS[k]).unwrap();
                         t.commit().unwrap();
                         model.remove(&k);
+                    }
+                    Step::Expire(k) => {
+                        let mut t = st.begin(&[(0, KEYS[k])]);
+                        let set = t.expire_at(0, KEYS[k], far_expiry() as i64, Default::default()).unwrap();
+                        t.commit().unwrap();
+                        proptest::prop_assert_eq!(set, has_expiry(&st, KEYS[k]));
+                    }
+                    Step::Expired(k) => {
+                        let expiring = has_expiry(&st, KEYS[k]);
+                        let got = getbit_after_expiry(&st, KEYS[k]);
+                        if expiring {
+                            proptest::prop_assert!(!got);
+                            proptest::prop_assert!(!is_dirty(&st, KEYS[k]));
+                            model.remove(&k);
+                        } else {
+                            proptest::prop_assert_eq!(got, model.get(&k).is_some_and(|m| m.contains(&0)));
+                        }
                     }
                     Step::Checkpoint => st.checkpoint().unwrap(),
                     Step::Crash => {

@@ -5,7 +5,8 @@
 //! dirty map and appended to the operation log instead of written to the
 //! `Kv`, the absorb of a dirty key into a `Txn`, and the replay of a logged
 //! TR.BITOP result at recovery. Contract: the tier never changes a
-//! key's existence, type or expiry; every `Txn` that may read or write a
+//! key's existence, type or expiry (it edits keys with an expiry, which
+//! keep it); every `Txn` that may read or write a
 //! dirty key through another path absorbs it first, and its commit writes
 //! the key's dirty state with its own writes.
 
@@ -72,9 +73,12 @@ impl Txn {
     /// keeps it and the new summary in the dirty map and appends the edit
     /// to the operation log (synced by the commit under `always`); nothing
     /// is written to the `Kv`. Returns the bit's previous value, or
-    /// `None` when the edit is not the tier's to take: a missing key, one
-    /// with an expiry, an absent block or one the edit empties, a clear
-    /// of the minimum or maximum (which needs a scan), or a full budget.
+    /// `None` when the edit is not the tier's to take: a missing key, an
+    /// absent block or one the edit empties, a clear of the minimum or
+    /// maximum (which needs a scan), or a full budget. A key with an expiry
+    /// is taken like any other: the edit keeps its expiry, and a key that
+    /// expires while dirty is absorbed by the `Txn` that deletes it
+    /// ([`Txn::live_meta`]).
     ///
     /// # Errors
     /// `WrongType`; `Io` when the log cannot be written (nothing changed).
@@ -88,9 +92,6 @@ impl Txn {
         let Some(m) = self.meta_of(db, key, Kind::Bitmap)? else {
             return Ok(None);
         };
-        if m.expire_at_ms != 0 {
-            return Ok(None);
-        }
         let mut s = summary_of(&m);
         let (hi, lo) = split(off);
         let Some(old_bytes) = self.bm_get(db, key, m.version, hi, Some(&s))? else {
@@ -296,7 +297,7 @@ impl Txn {
     /// commit under `always`); nothing is written to the `Kv`. Returns
     /// (cardinality after, bits changed), or `None` when the edit is not
     /// the tier's to take, having changed nothing: a missing or empty key,
-    /// one with an expiry, more than [`oplog::MAX_BITS`] offsets, an edit
+    /// more than [`oplog::MAX_BITS`] offsets, an edit
     /// that empties a block, a clear of the minimum or maximum (which needs
     /// a scan), or a full budget. A set bit of a block the key lacks makes
     /// a new container (absorbed where the packed layout puts it).
@@ -318,7 +319,7 @@ impl Txn {
         };
         let mut s = summary_of(&m);
         // An empty key has no extremes to extend.
-        if m.expire_at_ms != 0 || s.card == 0 {
+        if s.card == 0 {
             return Ok(None);
         }
         let mut out = DirtyBlocks::default();
@@ -376,7 +377,7 @@ impl Txn {
     /// record (synced by the commit under `always`); nothing is written to
     /// the `Kv`. Returns the cardinality after, or `None` when the write
     /// is not the tier's to take, having changed nothing: a missing or
-    /// empty key, one with an expiry, a range over more than
+    /// empty key, a range over more than
     /// [`MAX_RANGE_BLOCKS`] blocks, a block emptied, extremes that only a
     /// scan past the range could find, or a full budget.
     ///
@@ -397,7 +398,7 @@ impl Txn {
             return Ok(None);
         };
         let old_s = summary_of(&m);
-        if m.expire_at_ms != 0 || old_s.card == 0 {
+        if old_s.card == 0 {
             return Ok(None);
         }
         let mut s = old_s;
