@@ -845,6 +845,45 @@ def test_tier_edits_of_a_key_with_a_ttl_survive_kill_and_expire_whole(roaringd_s
     c.close()
 
 
+def test_exec_of_tier_commands_keeps_keys_dirty_and_survives_kill(roaringd_server):
+    """An EXEC whose queued commands are all the write-back tier's
+    (TR.SETBIT, TR.GETBIT, ...) runs like a pipeline group of them: its
+    edits stay dirty. One with any other command on data writes the dirty
+    key back first. Under `always` a kill -9 loses no acknowledged EXEC."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    c = srv.client()
+    assert c.call("TR.SETRANGE", "bm", "0", "999999") == 1000000
+    assert c.call("SAVE") == Status(b"OK")
+    acked = []
+    for i in range(50):
+        offs = [1000 + i * 100 + j * 3 for j in range(10)]
+        assert c.call("MULTI") == Status(b"OK")
+        for o in offs:
+            assert c.call("TR.SETBIT", "bm", str(o), "0") == Status(b"QUEUED")
+        assert c.call("TR.GETBIT", "bm", str(offs[0])) == Status(b"QUEUED")
+        assert c.call("EXEC") == [1] * 10 + [0]
+        acked += offs
+        if i == 0:
+            assert _dirty_keys(c) == 1
+        if i == 24:
+            # TR.RANGE reads containers beyond the tier's: the key is
+            # written back before the EXEC's commands run
+            assert c.call("MULTI") == Status(b"OK")
+            assert c.call("TR.SETBIT", "bm", "999", "0") == Status(b"QUEUED")
+            assert c.call("TR.RANGE", "bm", "995", "999") == Status(b"QUEUED")
+            assert c.call("EXEC") == [1, [995, 996, 997, 998]]
+            acked.append(999)
+            assert _dirty_keys(c) == 0
+    assert _dirty_keys(c) == 1
+    c.close()
+    srv.kill()
+    srv.start()
+    c = srv.client()
+    assert c.call("TR.GETBITS", "bm", *map(str, acked)) == [0] * len(acked)
+    assert c.call("TR.BITCOUNT", "bm") == 1000000 - len(acked)
+    c.close()
+
+
 def _tier(c):
     info = c.call("INFO", "memory").decode()
     return {k: int(v) for k, v in (l.split(":", 1) for l in info.split("\r\n") if l.startswith("tier_"))}
