@@ -884,6 +884,51 @@ def test_exec_of_tier_commands_keeps_keys_dirty_and_survives_kill(roaringd_serve
     c.close()
 
 
+def test_expire_of_a_dirty_key_keeps_it_dirty_and_survives_kill(roaringd_server):
+    """EXPIRE, PEXPIRE, PERSIST, TTL and TYPE work on a key the write-back
+    tier holds dirty without writing it back, pipelined with TR.SETBIT
+    (the idiom of a bitmap whose TTL each write renews) or alone; under
+    `always` a kill -9 loses no acknowledged edit and keeps the last
+    acknowledged expire time. An EXPIRE in the past deletes the key for
+    good."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    c = srv.client()
+    for key in ("bm", "gone"):
+        assert c.call("TR.SETRANGE", key, "0", "99999") == 100000
+    assert c.call("SAVE") == Status(b"OK")
+    acked = []
+    for i in range(20):
+        offs = [10 + i * 50 + j * 5 for j in range(5)]
+        cmds = [cmd for o in offs for cmd in (("TR.SETBIT", "bm", str(o), "0"), ("EXPIRE", "bm", str(1000 + i)))]
+        got = c.pipeline(cmds + [("TTL", "bm"), ("TYPE", "bm")])
+        assert got[:-2] == [1, 1] * len(offs)
+        assert got[-2] == 1000 + i and got[-1] == c.call("TYPE", "gone")
+        acked += offs
+        assert _dirty_keys(c) == 1
+    assert c.call("PERSIST", "bm") == 1
+    assert c.call("TTL", "bm") == -1
+    assert c.call("PEXPIRE", "bm", "5000000") == 1
+    assert _dirty_keys(c) == 1
+    # an EXPIRE in the past deletes a dirty key, dirty state and all
+    assert c.call("TR.SETBIT", "gone", "3", "0") == 1
+    assert c.call("EXPIRE", "gone", "-1") == 1
+    assert c.call("EXISTS", "gone") == 0
+    assert c.call("SAVE") == Status(b"OK")
+    assert c.call("TR.SETBIT", "bm", "7", "0") == 1
+    acked.append(7)
+    assert _dirty_keys(c) == 1
+    c.close()
+    srv.kill()
+    srv.start()
+    c = srv.client()
+    assert c.call("TR.GETBITS", "bm", *map(str, acked)) == [0] * len(acked)
+    assert c.call("TR.BITCOUNT", "bm") == 100000 - len(acked)
+    assert 4990 <= c.call("TTL", "bm") <= 5000
+    assert c.call("EXISTS", "gone") == 0
+    assert c.call("DBSIZE") == 1
+    c.close()
+
+
 def _tier(c):
     info = c.call("INFO", "memory").decode()
     return {k: int(v) for k, v in (l.split(":", 1) for l in info.split("\r\n") if l.startswith("tier_"))}

@@ -934,10 +934,12 @@ mod tests {
     use std::collections::HashSet;
 
     #[test]
-    fn only_single_key_bitmap_reads_and_edits_keep_dirty_keys() {
+    fn only_single_key_bitmap_reads_and_edits_and_meta_commands_keep_dirty_keys() {
         // A row that keeps dirty keys must read nothing but the edited
         // container and `meta`: the tier's dirty state is not in the LSM
-        // store that a range or a stream scans.
+        // store that a range or a stream scans. The keyspace's meta-only
+        // commands (EXISTS, TYPE, the TTL and EXPIRE families) read the
+        // dirty meta and set a dirty key's expire time in place.
         let mut keep = Vec::new();
         let mut dest = Vec::new();
         for fam in FAMILIES {
@@ -956,6 +958,16 @@ mod tests {
         assert_eq!(
             keep,
             vec![
+                ("exists", any),
+                ("expire", any),
+                ("expireat", any),
+                ("expiretime", any),
+                ("persist", any),
+                ("pexpire", any),
+                ("pexpireat", any),
+                ("pexpiretime", any),
+                ("pttl", any),
+                ("touch", any),
                 ("tr.appendintarray", listed),
                 ("tr.bitcount", 2),
                 ("tr.clearbits", listed),
@@ -966,7 +978,9 @@ mod tests {
                 ("tr.setbit", any),
                 ("tr.setbits", listed),
                 ("tr.setrange", any),
-                ("tr.stat", any)
+                ("tr.stat", any),
+                ("ttl", any),
+                ("type", any)
             ]
         );
         assert_eq!(dest, vec!["tr.bitop", "tr.diff"]);

@@ -435,6 +435,19 @@ impl KeyMeta {
         Self::decode_header(bytes).is_ok_and(|h| h.0 != 0 && h.1 & FLAG_INLINE == 0)
     }
 
+    /// The encoded meta `bytes` with expire time `at_ms` (0: none) and
+    /// everything else as it is: its summary and any inline entry keep
+    /// their bytes.
+    ///
+    /// # Errors
+    /// `Corrupt` when `bytes` has no valid header.
+    pub(crate) fn with_expiry(bytes: &[u8], at_ms: u64) -> Result<Vec<u8>> {
+        Self::decode_header(bytes)?;
+        let mut out = bytes.to_vec();
+        out[11..HEADER].copy_from_slice(&at_ms.to_be_bytes());
+        Ok(out)
+    }
+
     fn decode_header(bytes: &[u8]) -> Result<(u8, u8, u64, u64)> {
         if bytes.len() < HEADER {
             return Err(StoreError::corrupt("meta value shorter than its header"));

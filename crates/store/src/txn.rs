@@ -319,6 +319,20 @@ impl Txn {
                 None => batch.delete(Space::Meta, mk),
             }
         }
+        // Expire times set on dirty keys without absorbing them: their
+        // stored meta, patched, and the expiry index.
+        for e in self.bm.expiries() {
+            let (db, key) = keys::split_meta_key(&e.mk)?;
+            deltas.add(db, 0, i64::from(e.new != 0) - i64::from(e.old != 0));
+            if e.old != 0 {
+                batch.delete(Space::Expiry, keys::expiry_key(e.old, db, key));
+            }
+            if e.new != 0 {
+                batch.put(Space::Expiry, keys::expiry_key(e.new, db, key), Vec::new());
+                min_added_expiry = min_added_expiry.min(e.new);
+            }
+            batch.put(Space::Meta, e.mk.clone(), e.stored.clone());
+        }
         for k in std::mem::take(&mut self.stale_expiry) {
             batch.delete(Space::Expiry, k);
         }
@@ -527,8 +541,11 @@ impl Txn {
             return Ok(e.new.clone());
         }
         // The write-back tier's state is newer than the `Kv`.
-        if let Some(m) = self.inner.dirty.meta(mk) {
+        if let Some(mut m) = self.inner.dirty.meta(mk) {
             self.examine_stored(mk, m.version)?;
+            if let Some(at) = self.bm.expiry_of(mk) {
+                m.expire_at_ms = at;
+            }
             return Ok(Some(m));
         }
         let Some((m, inline)) = self.read_stored_meta(mk)? else {
@@ -641,12 +658,18 @@ impl Txn {
         self.inline_of(version).is_some()
     }
 
-    /// Puts the absorbed meta of a dirty bitmap key into the overlay (its
-    /// expiry is the stored one: the tier never changes a key's expiry).
-    pub(crate) fn absorb_meta(&mut self, mk: &[u8], m: KeyMeta) {
-        let orig = Some(m.expire_at_ms);
+    /// Puts the absorbed meta of a dirty bitmap key into the overlay; the
+    /// key's stored expire time is `stored_expiry`.
+    pub(crate) fn absorb_meta(&mut self, mk: &[u8], m: KeyMeta, stored_expiry: u64) {
+        let orig = Some(stored_expiry);
         self.meta
             .insert(mk.to_vec(), MetaEntry { new: Some(m), orig });
+    }
+
+    /// True when this `Txn`'s overlay holds meta key `mk` (it wrote the
+    /// key, or absorbed it).
+    pub(crate) fn meta_overlaid(&self, mk: &[u8]) -> bool {
+        self.meta.contains_key(mk)
     }
 
     /// Sets the overlay entry of `mk` to `new`. A key entering the overlay
@@ -760,6 +783,9 @@ impl Txn {
     pub fn delete_meta(&mut self, db: u16, key: &[u8]) -> Result<()> {
         self.check_db(db)?;
         self.ensure_locked(db, key);
+        // A dirty key goes with its dirty state (in a `Txn` that keeps
+        // dirty keys, an EXPIRE in the past).
+        self.absorb_dirty(db, key);
         self.overlay_meta(keys::KeyBuf::meta(db, key), None)?;
         self.touch(db, key);
         Ok(())

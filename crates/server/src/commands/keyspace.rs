@@ -8,7 +8,7 @@ use roaringd_resp::Args;
 use roaringd_store::types::keyspace::ExpireCond;
 use roaringd_store::{Kind, StoreError};
 
-use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec, KeySpecDoc};
+use crate::command_table::{AclCat, CommandSpec, Family, Flag, KeySpec, KeySpecDoc, TierUse};
 use crate::commands::connection::{container, help};
 use crate::commands::work;
 use crate::ctx::Ctx;
@@ -35,29 +35,41 @@ pub const COMMANDS: &[CommandSpec] = &[
     FAMILY.row("unlink", -2, del, WF, KALL, "Asynchronously deletes one or more keys.", "4.0.0").work(work::per_element)
         .key_flags(&["RM", "delete"]),
     FAMILY.row("exists", -2, exists, RF, KALL, "Determines whether one or more keys exist.", "1.0.0").work(work::per_element)
-        .key_flags(&["RO"]),
+        .key_flags(&["RO"])
+        .tier(TierUse::KEEP_DIRTY),
     FAMILY.row("touch", -2, exists, RF, KALL, "Returns the number of existing keys out of those specified after updating the time they were last accessed.", "3.2.1").work(work::per_element)
-        .key_flags(&["RO"]),
+        .key_flags(&["RO"])
+        .tier(TierUse::KEEP_DIRTY),
     FAMILY.row("type", 2, type_, RF, K1, "Determines the type of value stored at a key.", "1.0.0")
-        .key_flags(&["RO"]),
+        .key_flags(&["RO"])
+        .tier(TierUse::KEEP_DIRTY),
     FAMILY.row("expire", -3, expire, WF, K1, "Sets the expiration time of a key in seconds.", "1.0.0")
-        .key_flags(&["RW", "update"]),
+        .key_flags(&["RW", "update"])
+        .tier(TierUse::KEEP_DIRTY),
     FAMILY.row("pexpire", -3, pexpire, WF, K1, "Sets the expiration time of a key in milliseconds.", "2.6.0")
-        .key_flags(&["RW", "update"]),
+        .key_flags(&["RW", "update"])
+        .tier(TierUse::KEEP_DIRTY),
     FAMILY.row("expireat", -3, expireat, WF, K1, "Sets the expiration time of a key to a Unix timestamp.", "1.2.0")
-        .key_flags(&["RW", "update"]),
+        .key_flags(&["RW", "update"])
+        .tier(TierUse::KEEP_DIRTY),
     FAMILY.row("pexpireat", -3, pexpireat, WF, K1, "Sets the expiration time of a key to a Unix milliseconds timestamp.", "2.6.0")
-        .key_flags(&["RW", "update"]),
+        .key_flags(&["RW", "update"])
+        .tier(TierUse::KEEP_DIRTY),
     FAMILY.row("ttl", 2, ttl, RF, K1, "Returns the expiration time in seconds of a key.", "1.0.0")
-        .key_flags(&["RO", "access"]),
+        .key_flags(&["RO", "access"])
+        .tier(TierUse::KEEP_DIRTY),
     FAMILY.row("pttl", 2, pttl, RF, K1, "Returns the expiration time in milliseconds of a key.", "2.6.0")
-        .key_flags(&["RO", "access"]),
+        .key_flags(&["RO", "access"])
+        .tier(TierUse::KEEP_DIRTY),
     FAMILY.row("expiretime", 2, expiretime, RF, K1, "Returns the expiration time of a key as a Unix timestamp.", "7.0.0")
-        .key_flags(&["RO", "access"]),
+        .key_flags(&["RO", "access"])
+        .tier(TierUse::KEEP_DIRTY),
     FAMILY.row("pexpiretime", 2, pexpiretime, RF, K1, "Returns the expiration time of a key as a Unix milliseconds timestamp.", "7.0.0")
-        .key_flags(&["RO", "access"]),
+        .key_flags(&["RO", "access"])
+        .tier(TierUse::KEEP_DIRTY),
     FAMILY.row("persist", 2, persist, WF, K1, "Removes the expiration time of a key.", "2.2.0")
-        .key_flags(&["RW", "update"]),
+        .key_flags(&["RW", "update"])
+        .tier(TierUse::KEEP_DIRTY),
     FAMILY.row("rename", 3, rename, W, K12, "Renames a key and overwrites the destination.", "1.0.0")
         .key_specs(&[
             KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1),

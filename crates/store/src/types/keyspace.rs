@@ -105,8 +105,10 @@ impl Txn {
             self.delete_meta(db, key)?;
             return Ok(true);
         }
-        m.expire_at_ms = at_ms as u64;
-        self.put_meta(db, key, m)?;
+        if !self.bm_expire_dirty(db, key, at_ms as u64)? {
+            m.expire_at_ms = at_ms as u64;
+            self.put_meta(db, key, m)?;
+        }
         Ok(true)
     }
 
@@ -138,8 +140,10 @@ impl Txn {
     pub fn persist(&mut self, db: u16, key: &[u8]) -> Result<bool> {
         match self.meta(db, key)? {
             Some(mut m) if m.expire_at_ms != 0 => {
-                m.expire_at_ms = 0;
-                self.put_meta(db, key, m)?;
+                if !self.bm_expire_dirty(db, key, 0)? {
+                    m.expire_at_ms = 0;
+                    self.put_meta(db, key, m)?;
+                }
                 Ok(true)
             }
             _ => Ok(false),

@@ -48,9 +48,14 @@ impl Txn {
         if !self.inner.dirty.is_empty() {
             let mk = keys::KeyBuf::meta(db, key);
             // A whole dirty key (a TR.BITOP result) has nothing in the
-            // `Kv` or the cache yet: a block it lacks is absent.
-            if let Some(b) = self.inner.dirty.block(&mk, version, hi) {
-                return Ok(b.map(|b| Bytes::Shared(b.bytes)));
+            // `Kv` or the cache yet: a block it lacks is absent. A key
+            // this `Txn` absorbed is read from its overlay instead: the
+            // dirty entry stays until the commit, and once a TR.BITOP
+            // rewrote the key in place (`written` dropped) it is stale.
+            if !self.bm.has_absorbed(&mk) {
+                if let Some(b) = self.inner.dirty.block(&mk, version, hi) {
+                    return Ok(b.map(|b| Bytes::Shared(b.bytes)));
+                }
             }
         }
         if !self.data_overlay_is_empty()

@@ -635,6 +635,15 @@ impl Dirty {
         }
     }
 
+    /// Sets dirty key `mk`'s expire time to `at_ms` (0: none), once its
+    /// stored meta has it ([`Txn::bm_expire_dirty`](crate::txn::Txn)); a
+    /// key no longer dirty is left alone.
+    pub fn set_expiry(&self, mk: &[u8], at_ms: u64) {
+        if let Some(d) = self.shards[shard_of(mk)].lock().get_mut(mk) {
+            d.meta.expire_at_ms = at_ms;
+        }
+    }
+
     /// The meta keys of every dirty key.
     #[must_use]
     pub fn keys(&self) -> Vec<Vec<u8>> {
@@ -709,9 +718,16 @@ mod tests {
         /// ordinary write.
         BitOp(usize, u8, Vec<usize>),
         Del(usize),
+        /// One ordinary `Txn` (MULTI/EXEC) over key `.0` and key `.2`:
+        /// TR.SETBIT `.0` `.1` 1, TR.BITOP `.0` OR `.0` `.2`, then
+        /// TR.GETBIT of `.1` and of each of `.3` (read back in the `Txn`).
+        ExecBitOp(usize, u32, usize, Vec<u32>),
         /// EXPIRE far in the future (an ordinary command: absorbs); the
         /// tier goes on taking the key's edits.
         Expire(usize),
+        /// EXPIRE far in the future (`false`) or PERSIST (`true`) through
+        /// a `keep_dirty` transaction: a dirty key stays dirty.
+        KeptExpire(usize, bool),
         /// A TR.GETBIT through a `keep_dirty` transaction whose clock is
         /// past every expiry [`Step::Expire`] sets: a key with an expiry
         /// is deleted then, dirty or not.
@@ -752,7 +768,10 @@ mod tests {
             3 => (0usize..2, 0u8..4, proptest::collection::vec(0usize..2, 1..3))
                 .prop_map(|(k, op, srcs)| Step::BitOp(k, op, srcs)),
             1 => (0usize..2).prop_map(Step::Del),
+            2 => (0usize..2, off(), 0usize..2, proptest::collection::vec(off(), 1..6))
+                .prop_map(|(k, o, src, probes)| Step::ExecBitOp(k, o, src, probes)),
             1 => (0usize..2).prop_map(Step::Expire),
+            2 => (0usize..2, any::<bool>()).prop_map(|(k, p)| Step::KeptExpire(k, p)),
             1 => (0usize..2).prop_map(Step::Expired),
             1 => Just(Step::Checkpoint),
             1 => Just(Step::Crash),
@@ -795,6 +814,46 @@ mod tests {
         let m = t.meta(0, key).unwrap();
         t.commit().unwrap();
         m.is_some_and(|m| m.expire_at_ms != 0)
+    }
+
+    /// The expiry index: expire time by user key (database 0).
+    fn expiry_index(st: &Store) -> BTreeMap<Vec<u8>, u64> {
+        use crate::kv::Space;
+        use std::ops::Bound::Unbounded;
+        st.inner
+            .kv
+            .range(Space::Expiry, Unbounded, Unbounded, false)
+            .map(|e| {
+                let (k, _) = e.unwrap();
+                let (at, _, key) = crate::keys::split_expiry_key(&k).unwrap();
+                (key.to_vec(), at)
+            })
+            .collect()
+    }
+
+    /// Every key's expire time, read through a `keep_dirty` transaction,
+    /// is in the expiry index, which holds nothing else; and the key
+    /// counts say as much.
+    fn check_expiries(st: &Store) {
+        check_expiries_of(st, &KEYS);
+    }
+
+    /// [`check_expiries`] for a store whose keys are `all`.
+    fn check_expiries_of(st: &Store, all: &[&[u8]]) {
+        let mut want = BTreeMap::new();
+        let mut keys = 0;
+        for key in all {
+            let mut t = st.begin_keep_dirty(&[(0, key)]);
+            let m = t.meta(0, key).unwrap();
+            t.commit().unwrap();
+            keys += u64::from(m.is_some());
+            if let Some(at) = m.map(|m| m.expire_at_ms).filter(|&at| at != 0) {
+                want.insert(key.to_vec(), at);
+            }
+        }
+        assert_eq!(expiry_index(st), want);
+        let counts = st.db_stats()[0];
+        assert_eq!((counts.keys, counts.expires), (keys, want.len() as u64));
     }
 
     /// True when the write-back tier holds `key` dirty.
@@ -1338,6 +1397,60 @@ mod tests {
         );
     }
 
+    /// A TR.BITOP into a dirty key whose expire time was set without an
+    /// absorb: the tier refuses the result (it drops the TTL), the key is
+    /// absorbed, and the result replaces it whole.
+    #[test]
+    fn a_bitop_into_a_dirty_key_with_a_kept_expiry_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        set_bits(&st, b"d", &base());
+        set_bits(&st, b"a", &[1000, 70_000]);
+        set_bits(&st, b"b", &[1002, 1003]);
+        kept_setbit(&st, b"d", 1001);
+        in_txn(&st, b"d", true, |t| {
+            t.expire_at(0, b"d", far_expiry() as i64, Default::default())
+                .unwrap()
+        });
+        assert!(is_dirty(&st, b"d"));
+        assert_eq!(bitop(&st, b"d", BitOp::Or, &[b"a", b"b"]), 4);
+        assert_eq!(values(&st, b"d").unwrap(), vec![1000, 1002, 1003, 70_000]);
+        assert!(!has_expiry(&st, b"d"));
+        check_expiries_of(&st, &[b"d", b"a", b"b"]);
+    }
+
+    /// A TR.BITOP result the tier keeps whole, absorbed by a `Txn` that
+    /// edits the key, overwrites it with another result in place and
+    /// reads it back (MULTI/EXEC): every read sees the `Txn`'s own writes.
+    #[test]
+    fn a_whole_result_absorbed_then_rewritten_in_place_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        let a: Vec<u32> = (0..3000u32).map(|i| i * 7).collect();
+        let b: Vec<u32> = (0..3000u32).map(|i| 65_536 + i * 5).collect();
+        set_bits(&st, b"a", &a);
+        set_bits(&st, b"b", &b);
+        set_bits(&st, b"d", &[3]);
+        bitop(&st, b"d", BitOp::Or, &[b"a", b"b"]);
+        assert!(st
+            .inner
+            .dirty
+            .get(&crate::keys::meta_key(0, b"d"))
+            .is_some_and(|d| d.whole));
+        let mut t = st.begin(&[(0, b"d"), (0, b"b")]);
+        assert!(!t.tr_setbit(0, b"d", 65_536 + 7, true).unwrap());
+        t.tr_bitop(0, b"d", BitOp::Or, &[b"d", b"b"]).unwrap();
+        assert!(t.tr_getbit(0, b"d", 65_536 + 7).unwrap());
+        assert!(t.tr_getbit(0, b"d", 7).unwrap());
+        t.commit().unwrap();
+        let mut want: BTreeSet<u32> = a.iter().chain(&b).copied().collect();
+        want.insert(65_536 + 7);
+        assert_eq!(
+            values(&st, b"d").unwrap(),
+            want.into_iter().collect::<Vec<_>>()
+        );
+    }
+
     /// The facts (extremes, low sum) that cached containers carry into a
     /// TR.BITOP's summary stay exact while the sources are edited bit by
     /// bit on both paths (the tier's and the `Kv`'s delta entries), clears
@@ -1811,6 +1924,42 @@ mod tests {
                         t.commit().unwrap();
                         proptest::prop_assert_eq!(set, has_expiry(&st, KEYS[k]));
                     }
+                    Step::ExecBitOp(k, o, src, probes) => {
+                        let mut t = st.begin(&[(0, KEYS[k]), (0, KEYS[src])]);
+                        let prev = t.tr_setbit(0, KEYS[k], o, true).unwrap();
+                        proptest::prop_assert_eq!(prev, model.get(&k).is_some_and(|m| m.contains(&o)));
+                        let mut want = model.get(&k).cloned().unwrap_or_default();
+                        want.insert(o);
+                        want.extend(model.get(&src).cloned().unwrap_or_default());
+                        let card = t.tr_bitop(0, KEYS[k], BitOp::Or, &[KEYS[k], KEYS[src]]).unwrap();
+                        proptest::prop_assert_eq!(card, want.len() as u64);
+                        for p in std::iter::once(o).chain(probes) {
+                            proptest::prop_assert_eq!(t.tr_getbit(0, KEYS[k], p).unwrap(), want.contains(&p));
+                        }
+                        t.commit().unwrap();
+                        model.insert(k, want);
+                    }
+                    Step::KeptExpire(k, persist) => {
+                        let was_dirty = is_dirty(&st, KEYS[k]);
+                        let had = has_expiry(&st, KEYS[k]);
+                        let exists = {
+                            let mut t = st.begin_keep_dirty(&[(0, KEYS[k])]);
+                            let m = t.meta(0, KEYS[k]).unwrap();
+                            t.commit().unwrap();
+                            m.is_some()
+                        };
+                        let mut t = st.begin_keep_dirty(&[(0, KEYS[k])]);
+                        let done = if persist {
+                            t.persist(0, KEYS[k]).unwrap()
+                        } else {
+                            t.expire_at(0, KEYS[k], far_expiry() as i64, Default::default()).unwrap()
+                        };
+                        t.commit().unwrap();
+                        proptest::prop_assert_eq!(done, if persist { had } else { exists });
+                        proptest::prop_assert_eq!(has_expiry(&st, KEYS[k]), exists && !persist);
+                        proptest::prop_assert_eq!(is_dirty(&st, KEYS[k]), was_dirty);
+                        check_expiries(&st);
+                    }
                     Step::Expired(k) => {
                         let expiring = has_expiry(&st, KEYS[k]);
                         let got = getbit_after_expiry(&st, KEYS[k]);
@@ -1827,13 +1976,16 @@ mod tests {
                         drop(st);
                         st = open(dir.path());
                         check_all(&st, &model);
+                        check_expiries(&st);
                     }
                 }
             }
             check_all(&st, &model);
+            check_expiries(&st);
             drop(st);
             let st = open(dir.path());
             check_all(&st, &model);
+            check_expiries(&st);
             proptest::prop_assert!(st.inner.dirty.is_empty());
         }
     }

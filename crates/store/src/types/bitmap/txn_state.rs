@@ -61,10 +61,26 @@ pub(crate) struct BitmapTxnState {
     /// The write-back tier logged an edit of this `Txn`: the commit syncs
     /// the log under `always`.
     pub(super) oplog_appended: bool,
+    /// Expire times set on dirty keys without absorbing them
+    /// ([`Txn::bm_expire_dirty`](crate::txn::Txn)), one per key.
+    pub(super) expiries: Vec<DirtyExpiry>,
     /// An absorb could not place a dirty block (`Io` or `Corrupt` reading
     /// the page it goes to): the commit returns this error and writes
     /// nothing, so the key stays dirty and nothing of it is lost.
     pub(super) failed: Option<StoreError>,
+}
+
+/// An expire time set on a dirty key that a `Txn` has not absorbed.
+#[derive(Debug)]
+pub(crate) struct DirtyExpiry {
+    /// The key's meta key.
+    pub(crate) mk: Vec<u8>,
+    /// Its expire time as stored (0: none).
+    pub(crate) old: u64,
+    /// The new one (0: none).
+    pub(crate) new: u64,
+    /// The key's stored meta with the new expire time.
+    pub(crate) stored: Vec<u8>,
 }
 
 /// What a commit does for bitmaps once its batch is written
@@ -73,6 +89,8 @@ pub(crate) struct BitmapTxnState {
 pub(crate) struct BitmapCommit {
     cc: Prepared,
     absorbed: Vec<(Vec<u8>, u64)>,
+    /// Dirty keys' new expire times, by meta key.
+    expiries: Vec<(Vec<u8>, u64)>,
 }
 
 impl BitmapTxnState {
@@ -124,9 +142,39 @@ impl BitmapTxnState {
         Ok(())
     }
 
-    /// True when there is nothing of bitmaps to commit beyond the overlay.
+    /// True when there is nothing of bitmaps to commit beyond the overlay
+    /// and the tier's own state. Expire times set on dirty keys do not
+    /// count: like the tier's edits they hide nothing from it (this `Txn`
+    /// reads them over the dirty map), so a later edit may still go to the
+    /// tier, and they touch their keys, which makes the commit write them.
     pub(crate) fn writes_nothing(&self) -> bool {
         self.internal_puts.is_empty() && self.cc_pending.is_empty()
+    }
+
+    /// True when this `Txn` absorbed dirty key `mk` (a meta key).
+    pub(crate) fn has_absorbed(&self, mk: &[u8]) -> bool {
+        self.absorbed.iter().any(|(k, _)| k.as_slice() == mk)
+    }
+
+    /// The expire time this `Txn` set on dirty key `mk` without absorbing
+    /// it, if any.
+    pub(crate) fn expiry_of(&self, mk: &[u8]) -> Option<u64> {
+        self.expiries.iter().find(|e| e.mk == mk).map(|e| e.new)
+    }
+
+    /// Takes back the expire time set on dirty key `mk`, as the key is
+    /// absorbed (its meta then goes through the overlay).
+    pub(super) fn take_expiry(&mut self, mk: &[u8]) -> Option<DirtyExpiry> {
+        let i = self.expiries.iter().position(|e| e.mk == mk)?;
+        Some(self.expiries.swap_remove(i))
+    }
+
+    /// Commit hook, as the meta overlay goes into the batch: the expire
+    /// times set on dirty keys. The caller writes each one's stored meta
+    /// and expiry index entries; [`BitmapCommit::finish`] then sets them
+    /// in the dirty map.
+    pub(crate) fn expiries(&self) -> &[DirtyExpiry] {
+        &self.expiries
     }
 
     /// Commit hook, while the batch is filled and before the data overlay
@@ -151,6 +199,10 @@ impl BitmapTxnState {
         BitmapCommit {
             cc,
             absorbed: std::mem::take(&mut self.absorbed),
+            expiries: std::mem::take(&mut self.expiries)
+                .into_iter()
+                .map(|e| (e.mk, e.new))
+                .collect(),
         }
     }
 
@@ -170,6 +222,9 @@ impl BitmapCommit {
         self.cc.apply(&inner.ccache); // tr-cache hook
         for (mk, seq) in self.absorbed {
             inner.dirty.remove_if(&mk, seq);
+        }
+        for (mk, at) in self.expiries {
+            inner.dirty.set_expiry(&mk, at);
         }
     }
 }

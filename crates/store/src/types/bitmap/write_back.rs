@@ -16,6 +16,7 @@ use roaringd_bitmap::{ContainerBuf, ContainerRef};
 
 use crate::error::{Result, StoreError};
 use crate::keys;
+use crate::kv::Space;
 use crate::meta::{BitmapSummary, KeyMeta, Kind, Summary};
 use crate::txn::Txn;
 
@@ -29,7 +30,7 @@ use super::setops::KeptBlocks;
 use super::summary::{
     census, census_bitset_flip, census_of, summary_of, summary_point, summary_push,
 };
-use super::txn_state::WrittenBlock;
+use super::txn_state::{DirtyExpiry, WrittenBlock};
 use super::{dirty, oplog};
 
 /// Most blocks a range write the tier takes may span (2^26 bits): a longer
@@ -528,12 +529,7 @@ impl Txn {
     /// builds' check of the `keep_dirty` contract in `bm_clean`).
     pub(super) fn dirty_unabsorbed(&self, db: u16, key: &[u8]) -> bool {
         let mk = keys::KeyBuf::meta(db, key);
-        self.inner.dirty.meta(&mk).is_some()
-            && !self
-                .bm
-                .absorbed
-                .iter()
-                .any(|(k, _)| k.as_slice() == &mk[..])
+        self.inner.dirty.meta(&mk).is_some() && !self.bm.has_absorbed(&mk)
     }
 
     /// Absorbs dirty key `mk` (meta key) into this `Txn`, if dirty: each
@@ -542,7 +538,7 @@ impl Txn {
     /// of its last log record; the dirty entry is dropped after the
     /// commit (`docs/architecture.md`, "The write-back tier", Absorb).
     pub(crate) fn bm_absorb(&mut self, mk: &[u8]) {
-        if self.bm.absorbed.iter().any(|(k, _)| k.as_slice() == mk) {
+        if self.bm.has_absorbed(mk) {
             return;
         }
         let Some(d) = self.inner.dirty.get(mk) else {
@@ -615,15 +611,73 @@ impl Txn {
                 self.bm_note_stored(db, (version, hi, dk), Some(clean(bytes)));
             }
         }
-        let meta = KeyMeta {
+        let mut meta = KeyMeta {
             summary: Summary::Bitmap(s),
             ..d.meta
         };
-        self.absorb_meta(mk, meta);
+        // An expire time this `Txn` set without absorbing goes through
+        // the overlay now, against the stored one.
+        let stored_expiry = match self.bm.take_expiry(mk) {
+            Some(e) => {
+                meta.expire_at_ms = e.new;
+                e.old
+            }
+            None => meta.expire_at_ms,
+        };
+        self.absorb_meta(mk, meta, stored_expiry);
         self.bm
             .internal_puts
             .push(crate::store::wb_key(d.last_seq, db, version, &key));
         self.bm.absorbed.push((mk.to_vec(), d.last_seq));
+    }
+
+    /// The write-back tier's EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT and
+    /// PERSIST of a dirty key that this `Txn` has not absorbed: `at_ms`
+    /// (0: none, a future time otherwise) becomes the key's expire time
+    /// without its dirty state being written back. The commit writes the
+    /// key's stored meta with only its expire time changed (the stored
+    /// summary and inline entry stay those of the stored containers, onto
+    /// which recovery replays the log's records) and the expiry index,
+    /// then sets the dirty entry's expire time; this `Txn` reads the new
+    /// one meanwhile ([`Txn::load_meta`]). Returns false, having done
+    /// nothing, when the key is not dirty or this `Txn` absorbed or wrote
+    /// it: the caller writes the meta as usual.
+    ///
+    /// # Errors
+    /// `Io` reading the stored meta; `Corrupt` when it is missing or bad.
+    pub(crate) fn bm_expire_dirty(&mut self, db: u16, key: &[u8], at_ms: u64) -> Result<bool> {
+        if self.inner.dirty.is_empty() {
+            return Ok(false);
+        }
+        let mk = keys::KeyBuf::meta(db, key);
+        if self.meta_overlaid(&mk)
+            || self
+                .bm
+                .absorbed
+                .iter()
+                .any(|(k, _)| k.as_slice() == &mk[..])
+        {
+            return Ok(false);
+        }
+        let Some(d) = self.inner.dirty.meta(&mk) else {
+            return Ok(false);
+        };
+        let old = self.bm.take_expiry(&mk).map_or(d.expire_at_ms, |e| e.old);
+        let mut stored = None;
+        self.inner.kv.get_visit(Space::Meta, &mk, &mut |b| {
+            stored = Some(KeyMeta::with_expiry(b, at_ms));
+        })?;
+        let stored = stored
+            .transpose()?
+            .ok_or_else(|| StoreError::corrupt("a dirty key without its stored meta"))?;
+        self.bm.expiries.push(DirtyExpiry {
+            mk: mk.into_vec(),
+            old,
+            new: at_ms,
+            stored,
+        });
+        self.touch(db, key);
+        Ok(true)
     }
 
     /// True when [`Txn::bm_bitop_dirty`] may take a result into `dest`,
