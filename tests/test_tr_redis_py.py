@@ -266,6 +266,32 @@ def test_single_bit_writes_kept_dirty_survive_kill_and_shutdown(roaringd_server,
 
 
 @pytest.mark.parametrize("proto", PROTOS)
+def test_exec_reads_back_a_kept_result_it_rewrote(roaringd_server, proto):
+    """A TR.BITOP result the write-back tier keeps whole, then one
+    MULTI/EXEC that edits the key, writes a second result over it (in
+    place) and reads it back: the reads see the transaction's own writes,
+    not the result the tier held."""
+    srv = roaringd_server().start()
+    r = srv.redis_py(protocol=proto)
+    a = list(range(0, 21000, 7))
+    b = list(range(65536, 65536 + 15000, 5))
+    r.execute_command("TR.SETBITS", "a", *a)
+    r.execute_command("TR.SETBITS", "b", *b)
+    r.execute_command("TR.SETBIT", "d", 3, 1)
+    assert r.execute_command("TR.BITOP", "d", "OR", "a", "b") == len(a) + len(b)
+    assert r.info("stats")["write_back_dirty_keys"] == 1
+    p = r.pipeline(transaction=True)
+    p.execute_command("TR.SETBIT", "d", 65536 + 7, 1)
+    p.execute_command("TR.BITOP", "d", "OR", "d", "b")
+    p.execute_command("TR.GETBIT", "d", 65536 + 7)
+    p.execute_command("TR.GETBIT", "d", 7)
+    assert p.execute() == [0, len(a) + len(b) + 1, 1, 1]
+    assert r.execute_command("TR.GETBIT", "d", 65536 + 7) == 1
+    check(r, "d", set(a) | set(b) | {65536 + 7})
+    r.close()
+
+
+@pytest.mark.parametrize("proto", PROTOS)
 def test_bitop_results_kept_dirty_survive_kill_and_shutdown(roaringd_server, proto):
     """The write-back tier keeps TR.BITOP results into existing bitmap keys
     whole in memory (one log record each): point and summary reads and
