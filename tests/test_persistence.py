@@ -800,6 +800,19 @@ def _dirty_keys(c):
     return next(int(l.split(":")[1]) for l in info.split("\r\n") if l.startswith("write_back_dirty_keys:"))
 
 
+def _killed_keeps_cleared(srv, c, key, acked, card):
+    """Kills the server (kill -9) and starts it again; every offset of
+    `acked` in `key` must read 0 and the key hold `card` bits. Returns a
+    client of the restarted server."""
+    c.close()
+    srv.kill()
+    srv.start()
+    c = srv.client()
+    assert c.call("TR.GETBITS", key, *map(str, acked)) == [0] * len(acked)
+    assert c.call("TR.BITCOUNT", key) == card
+    return c
+
+
 def test_tier_edits_of_a_key_with_a_ttl_survive_kill_and_expire_whole(roaringd_server):
     """The write-back tier keeps TR.SETBIT edits of a key with a TTL like
     any other: under `always` a kill -9 loses none that was acknowledged
@@ -815,13 +828,7 @@ def test_tier_edits_of_a_key_with_a_ttl_survive_kill_and_expire_whole(roaringd_s
     for off in acked:
         assert c.call("TR.SETBIT", "bm", str(off), "0") == 1
     assert _dirty_keys(c) == 1
-    c.close()
-    srv.kill()
-    srv.start()
-    c = srv.client()
-    got = c.call("TR.GETBITS", "bm", *map(str, acked))
-    assert got == [0] * len(acked)
-    assert c.call("TR.BITCOUNT", "bm") == 100000 - len(acked)
+    c = _killed_keeps_cleared(srv, c, "bm", acked, 100000 - len(acked))
     assert 0 < c.call("TTL", "bm") <= 100000
     # expires while dirty: read by the tier's own commands (or removed by
     # the active expiry) until it is gone, then a checkpoint and a crash
@@ -875,13 +882,7 @@ def test_exec_of_tier_commands_keeps_keys_dirty_and_survives_kill(roaringd_serve
             acked.append(999)
             assert _dirty_keys(c) == 0
     assert _dirty_keys(c) == 1
-    c.close()
-    srv.kill()
-    srv.start()
-    c = srv.client()
-    assert c.call("TR.GETBITS", "bm", *map(str, acked)) == [0] * len(acked)
-    assert c.call("TR.BITCOUNT", "bm") == 1000000 - len(acked)
-    c.close()
+    _killed_keeps_cleared(srv, c, "bm", acked, 1000000 - len(acked)).close()
 
 
 def test_expire_of_a_dirty_key_keeps_it_dirty_and_survives_kill(roaringd_server):
@@ -917,12 +918,7 @@ def test_expire_of_a_dirty_key_keeps_it_dirty_and_survives_kill(roaringd_server)
     assert c.call("TR.SETBIT", "bm", "7", "0") == 1
     acked.append(7)
     assert _dirty_keys(c) == 1
-    c.close()
-    srv.kill()
-    srv.start()
-    c = srv.client()
-    assert c.call("TR.GETBITS", "bm", *map(str, acked)) == [0] * len(acked)
-    assert c.call("TR.BITCOUNT", "bm") == 100000 - len(acked)
+    c = _killed_keeps_cleared(srv, c, "bm", acked, 100000 - len(acked))
     assert 4990 <= c.call("TTL", "bm") <= 5000
     assert c.call("EXISTS", "gone") == 0
     assert c.call("DBSIZE") == 1
