@@ -85,6 +85,7 @@ impl Txn {
     /// # Errors
     /// `Io` / `Corrupt`.
     pub fn expire_at(&mut self, db: u16, key: &[u8], at_ms: i64, cond: ExpireCond) -> Result<bool> {
+        let in_place = self.dirty_expiry_in_place(db, key);
         let Some(mut m) = self.meta(db, key)? else {
             return Ok(false);
         };
@@ -105,11 +106,25 @@ impl Txn {
             self.delete_meta(db, key)?;
             return Ok(true);
         }
-        if !self.bm_expire_dirty(db, key, at_ms as u64)? {
+        if in_place {
+            self.bm_expire_dirty(db, key, at_ms as u64)?;
+        } else {
             m.expire_at_ms = at_ms as u64;
             self.put_meta(db, key, m)?;
         }
         Ok(true)
+    }
+
+    /// True when the write-back tier sets `key`'s expire time in place
+    /// (`Txn::bm_expiry_in_place`). Otherwise a dirty key is absorbed
+    /// first, so that the meta read next and written back is its whole
+    /// state (in a `Txn` that keeps dirty keys, as EXPIRE and PERSIST run).
+    fn dirty_expiry_in_place(&mut self, db: u16, key: &[u8]) -> bool {
+        let in_place = self.bm_expiry_in_place(db, key);
+        if !in_place {
+            self.absorb_dirty(db, key);
+        }
+        in_place
     }
 
     /// PTTL / TTL / PEXPIRETIME / EXPIRETIME in milliseconds: -2 when the
@@ -138,9 +153,12 @@ impl Txn {
     /// # Errors
     /// `Io` / `Corrupt`.
     pub fn persist(&mut self, db: u16, key: &[u8]) -> Result<bool> {
+        let in_place = self.dirty_expiry_in_place(db, key);
         match self.meta(db, key)? {
             Some(mut m) if m.expire_at_ms != 0 => {
-                if !self.bm_expire_dirty(db, key, 0)? {
+                if in_place {
+                    self.bm_expire_dirty(db, key, 0)?;
+                } else {
                     m.expire_at_ms = 0;
                     self.put_meta(db, key, m)?;
                 }

@@ -631,37 +631,40 @@ impl Txn {
         self.bm.absorbed.push((mk.to_vec(), d.last_seq));
     }
 
+    /// True when the write-back tier can set `key`'s expire time in place
+    /// ([`Txn::bm_expire_dirty`]): the key is dirty with edits of its
+    /// stored containers, and this `Txn` neither absorbed nor wrote it. A
+    /// whole value (a TR.BITOP result) is not: recovery writes it under a
+    /// fresh version, without an expire time.
+    pub(crate) fn bm_expiry_in_place(&self, db: u16, key: &[u8]) -> bool {
+        if self.inner.dirty.is_empty() {
+            return false;
+        }
+        let mk = keys::KeyBuf::meta(db, key);
+        !self.meta_overlaid(&mk)
+            && !self.bm.has_absorbed(&mk)
+            && self.inner.dirty.edited_meta(&mk).is_some()
+    }
+
     /// The write-back tier's EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT and
-    /// PERSIST of a dirty key that this `Txn` has not absorbed: `at_ms`
-    /// (0: none, a future time otherwise) becomes the key's expire time
-    /// without its dirty state being written back. The commit writes the
-    /// key's stored meta with only its expire time changed (the stored
+    /// PERSIST of a key for which [`Txn::bm_expiry_in_place`] holds:
+    /// `at_ms` (0: none, a future time otherwise) becomes the key's expire
+    /// time without its dirty state being written back. The commit writes
+    /// the key's stored meta with only its expire time changed (the stored
     /// summary and inline entry stay those of the stored containers, onto
     /// which recovery replays the log's records) and the expiry index,
     /// then sets the dirty entry's expire time; this `Txn` reads the new
-    /// one meanwhile ([`Txn::load_meta`]). Returns false, having done
-    /// nothing, when the key is not dirty or this `Txn` absorbed or wrote
-    /// it: the caller writes the meta as usual.
+    /// one meanwhile ([`Txn::load_meta`]).
     ///
     /// # Errors
-    /// `Io` reading the stored meta; `Corrupt` when it is missing or bad.
-    pub(crate) fn bm_expire_dirty(&mut self, db: u16, key: &[u8], at_ms: u64) -> Result<bool> {
-        if self.inner.dirty.is_empty() {
-            return Ok(false);
-        }
+    /// `Io` reading the stored meta; `Corrupt` when it is missing or bad,
+    /// or when the key is no longer dirty.
+    pub(crate) fn bm_expire_dirty(&mut self, db: u16, key: &[u8], at_ms: u64) -> Result<()> {
         let mk = keys::KeyBuf::meta(db, key);
-        if self.meta_overlaid(&mk)
-            || self
-                .bm
-                .absorbed
-                .iter()
-                .any(|(k, _)| k.as_slice() == &mk[..])
-        {
-            return Ok(false);
-        }
-        let Some(d) = self.inner.dirty.meta(&mk) else {
-            return Ok(false);
-        };
+        let d =
+            self.inner.dirty.edited_meta(&mk).ok_or_else(|| {
+                StoreError::corrupt("an expire time in place for a key not dirty")
+            })?;
         let old = self.bm.take_expiry(&mk).map_or(d.expire_at_ms, |e| e.old);
         let mut stored = None;
         self.inner.kv.get_visit(Space::Meta, &mk, &mut |b| {
@@ -677,7 +680,7 @@ impl Txn {
             stored,
         });
         self.touch(db, key);
-        Ok(true)
+        Ok(())
     }
 
     /// True when [`Txn::bm_bitop_dirty`] may take a result into `dest`,
