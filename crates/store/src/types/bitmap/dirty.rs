@@ -1456,6 +1456,40 @@ mod tests {
         check_expiries_of(&st, &[b"a", b"d"]);
     }
 
+    /// An expire time set in place reaches the dirty entry with its
+    /// commit only, even when a tier edit of the key in the same `Txn`
+    /// records the entry first: a `Txn` dropped without commit leaves the
+    /// stored time.
+    #[test]
+    fn an_expiry_set_in_place_reaches_the_dirty_entry_with_the_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        set_bits(&st, b"d", &base());
+        kept_setbit(&st, b"d", 1001);
+        let entry_expiry = |st: &Store| {
+            st.inner
+                .dirty
+                .meta(&crate::keys::meta_key(0, b"d"))
+                .unwrap()
+                .expire_at_ms
+        };
+        let at = far_expiry();
+        for commit in [false, true] {
+            let mut t = st.begin_keep_dirty(&[(0, b"d")]);
+            assert!(t.expire_at(0, b"d", at as i64, Default::default()).unwrap());
+            t.tr_setbit(0, b"d", 1003, true).unwrap();
+            assert_eq!(t.meta(0, b"d").unwrap().unwrap().expire_at_ms, at);
+            if commit {
+                t.commit().unwrap();
+            } else {
+                drop(t);
+            }
+            assert!(is_dirty(&st, b"d"));
+            assert_eq!(entry_expiry(&st), if commit { at } else { 0 });
+        }
+        check_expiries_of(&st, &[b"d"]);
+    }
+
     /// A TR.BITOP result the tier keeps whole, absorbed by a `Txn` that
     /// edits the key, overwrites it with another result in place and
     /// reads it back (MULTI/EXEC): every read sees the `Txn`'s own writes.

@@ -162,6 +162,12 @@ impl BitmapTxnState {
         self.expiries.iter().find(|e| e.mk == mk).map(|e| e.new)
     }
 
+    /// The stored expire time of dirty key `mk` when this `Txn` set a new
+    /// one in place: what the dirty entry keeps until the commit.
+    pub(super) fn expiry_before(&self, mk: &[u8]) -> Option<u64> {
+        self.expiries.iter().find(|e| e.mk == mk).map(|e| e.old)
+    }
+
     /// Takes back the expire time set on dirty key `mk`, as the key is
     /// absorbed (its meta then goes through the overlay).
     pub(super) fn take_expiry(&mut self, mk: &[u8]) -> Option<DirtyExpiry> {

@@ -134,17 +134,17 @@ impl Txn {
             let mut flipped = s;
             census_bitset_flip(&mut flipped, value);
             summary_point(&mut flipped, off, value);
+            let mk = keys::KeyBuf::meta(db, key);
             let meta = KeyMeta {
                 summary: Summary::Bitmap(flipped),
-                ..m
+                ..self.as_kept(&mk, m)
             };
-            let mk = keys::KeyBuf::meta(db, key);
             {
                 let mut log = dirty.log.lock();
                 let Some(log) = log.as_mut() else {
                     return Ok(None);
                 };
-                let seq = log.append(db, m.version, key, off, value)?;
+                let seq = log.append(db, meta.version, key, off, value)?;
                 let edit = |b: &mut [u8]| {
                     let (pad, c) = b.split_at_mut(PAD);
                     let done = roaringd_bitmap::flip_bitset_in_place(c, lo, value);
@@ -272,9 +272,10 @@ impl Txn {
         if !dirty.has_room(room) {
             return Ok(false);
         }
+        let mk = keys::KeyBuf::meta(db, key);
         let meta = KeyMeta {
             summary: Summary::Bitmap(s),
-            ..m
+            ..self.as_kept(&mk, m)
         };
         {
             let mut log = dirty.log.lock();
@@ -282,7 +283,7 @@ impl Txn {
                 return Ok(false);
             };
             let seq = append(log)?;
-            dirty.record_many(&keys::KeyBuf::meta(db, key), meta, (blocks, &toggles), seq);
+            dirty.record_many(&mk, meta, (blocks, &toggles), seq);
         }
         // Synced by the commit under `always`, off the I/O threads.
         self.bm.oplog_appended = true;
@@ -629,6 +630,18 @@ impl Txn {
             .internal_puts
             .push(crate::store::wb_key(d.last_seq, db, version, &key));
         self.bm.absorbed.push((mk.to_vec(), d.last_seq));
+    }
+
+    /// `m`, key `mk`'s meta as this `Txn` reads it, as the dirty map is
+    /// to keep it: with the stored expire time when this `Txn` set a new
+    /// one in place, which the dirty entry takes only once the commit has
+    /// written it (`BitmapCommit::finish`), so a `Txn` that does not
+    /// commit leaves the entry's time as stored.
+    fn as_kept(&self, mk: &[u8], mut m: KeyMeta) -> KeyMeta {
+        if let Some(at) = self.bm.expiry_before(mk) {
+            m.expire_at_ms = at;
+        }
+        m
     }
 
     /// True when the write-back tier can set `key`'s expire time in place
