@@ -369,6 +369,29 @@ pub fn commit(
 /// dropped by its caller like any failed command's, and a group's is
 /// handled by [`run_skipping_panicked`]. `may_stream`: see
 /// [`Ctx::may_stream`] (the caller guarantees its condition).
+/// Before a command runs in a `Txn` that keeps dirty keys (a pipeline
+/// group or an EXEC, begun by `Store::begin_keep_dirty`): unless its row
+/// is `TierUse::KeepDirty` for this request, the write-back tier's dirty
+/// state of each of its keys is written into the `Txn` first
+/// (`Txn::absorb_key`), as `Store::begin` does for every key it locks.
+/// `idx`: scratch for the key positions.
+pub fn absorb_unless_kept(
+    txn: &mut roaringd_store::Txn,
+    db: u16,
+    spec: &crate::command_table::CommandSpec,
+    args: &Args<'_>,
+    idx: &mut Vec<usize>,
+) {
+    if !txn.any_dirty() || spec.tier.keeps_dirty(args.len()) {
+        return;
+    }
+    idx.clear();
+    spec.keys.extract(args, idx);
+    for &i in idx.iter() {
+        txn.absorb_key(db, args.get(i).unwrap_or_default());
+    }
+}
+
 pub fn call(
     server: &Server,
     client: &mut Client,

@@ -153,21 +153,17 @@ impl Batch {
             .iter()
             .map(|&(db, i)| (db, &buf[self.spans[i].range()]))
             .collect();
-        let keep_dirty = self
-            .cmds
-            .iter()
-            .all(|&(e, a, b)| e.spec.tier.keeps_dirty(b - a));
-        let (cmds, spans, replies) = (&self.cmds, &self.spans, &mut self.replies);
+        let (cmds, spans, replies, idx) =
+            (&self.cmds, &self.spans, &mut self.replies, &mut self.idx);
         let args_long = cmds
             .iter()
             .any(|&(e, a, b)| e.spec.is_long(&Args::new(buf, &spans[a..b])));
         let last_write = cmds.iter().rposition(|&(e, _, _)| e.spec.has(Flag::Write));
         dispatch::run_skipping_panicked(|skipped| {
-            let mut txn = if keep_dirty {
-                server.store.begin_keep_dirty(&keys)
-            } else {
-                server.store.begin(&keys)
-            };
+            // Dirty keys stay dirty for the tier's commands; a command that
+            // needs more of a key writes its dirty state into the group's
+            // `Txn` first (`dispatch::absorb_unless_kept`).
+            let mut txn = server.store.begin_keep_dirty(&keys);
             let db = client.db;
             let long = args_long
                 || dispatch::data_work_is_long(
@@ -186,6 +182,7 @@ impl Batch {
                         continue;
                     }
                     let args = Args::new(buf, &spans[a..b]);
+                    dispatch::absorb_unless_kept(&mut txn, db, entry.spec, &args, idx);
                     any_write |= entry.spec.has(Flag::Write);
                     let may_stream = last_write.is_none_or(|w| i > w);
                     let r = dispatch::call(server, client, entry, args, Some(&mut txn), may_stream);

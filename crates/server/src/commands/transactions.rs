@@ -136,9 +136,6 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
     let mut exclusive = false;
     let mut needs_txn = false;
     let mut any_write = false;
-    // Every queued command on data works on dirty keys in place, as a
-    // pipeline group of them does (`TierUse::KeepDirty`).
-    let mut keep_dirty = true;
     let mut owned: Vec<(u16, Vec<u8>)> = Vec::new();
     // The database each queued command runs in.
     let mut dbs = Vec::with_capacity(multi.queued.len());
@@ -158,7 +155,6 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
             needs_txn = true;
             any_write |= spec.has(Flag::Write);
             exclusive |= spec.has(Flag::Exclusive);
-            keep_dirty &= spec.tier.keeps_dirty(args.len());
             idx.clear();
             spec.keys.extract(&args, &mut idx);
             owned.extend(
@@ -167,14 +163,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
             );
         }
     }
-    let how = if exclusive {
-        ExecTxn::Exclusive
-    } else if keep_dirty {
-        ExecTxn::KeepDirty
-    } else {
-        ExecTxn::Keys
-    };
-    let mut txn = needs_txn.then(|| begin_exec_txn(server, how, &owned));
+    let mut txn = needs_txn.then(|| begin_exec_txn(server, exclusive, &owned));
     // The queued commands' keys, fetched into cache together rather than
     // one command's misses at a time.
     if owned.len() > 1 {
@@ -227,7 +216,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                 Some(t) => t,
                 None => {
                     client.db = db_at_exec;
-                    needs_txn.then(|| begin_exec_txn(server, how, &owned))
+                    needs_txn.then(|| begin_exec_txn(server, exclusive, &owned))
                 }
             };
             let mut replies = Vec::with_capacity(multi.queued.len());
@@ -281,29 +270,23 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
     result
 }
 
-/// How an EXEC's transaction begins.
-#[derive(Clone, Copy)]
-enum ExecTxn {
-    /// Over the whole store: a queued command is exclusive.
-    Exclusive,
-    /// Over the keys, leaving dirty keys of the write-back tier in place:
-    /// every queued command on data is `TierUse::KeepDirty`.
-    KeepDirty,
-    /// Over the keys, absorbing dirty ones.
-    Keys,
-}
-
 /// The transaction of an EXEC over the union `owned` of its queued
-/// commands' keys.
+/// commands' keys: over the whole store when a queued command is
+/// exclusive, else over the keys, every dirty key of the write-back tier
+/// written into it first (`Store::begin`). An EXEC does not leave keys
+/// to the tier: the tier's records reach the log apart from the commit's
+/// batch (and a record may end one chunk of the log and the next record
+/// begin another), so a crash could keep part of a transaction, which
+/// Redis never replays.
 fn begin_exec_txn(
     server: &crate::state::Server,
-    how: ExecTxn,
+    exclusive: bool,
     owned: &[(u16, Vec<u8>)],
 ) -> roaringd_store::Txn {
-    let keys: Vec<(u16, &[u8])> = owned.iter().map(|(d, k)| (*d, k.as_slice())).collect();
-    match how {
-        ExecTxn::Exclusive => server.store.begin_exclusive(),
-        ExecTxn::KeepDirty => server.store.begin_keep_dirty(&keys),
-        ExecTxn::Keys => server.store.begin(&keys),
+    if exclusive {
+        server.store.begin_exclusive()
+    } else {
+        let keys: Vec<(u16, &[u8])> = owned.iter().map(|(d, k)| (*d, k.as_slice())).collect();
+        server.store.begin(&keys)
     }
 }

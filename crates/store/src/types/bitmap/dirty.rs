@@ -708,6 +708,9 @@ mod tests {
         Fast(usize, u32, bool),
         /// A pipeline group of TR.SETBITs.
         FastGroup(usize, Vec<(u32, bool)>),
+        /// A pipeline group that writes a string key first (an ordinary
+        /// write) and then TR.SETBITs of key `.0` (the tier's, still).
+        MixedGroup(usize, Vec<(u32, bool)>),
         /// TR.SETBIT clearing the key's minimum (false) or maximum (true).
         FastExtreme(usize, bool),
         /// TR.GETBIT through a `keep_dirty` transaction.
@@ -771,6 +774,8 @@ mod tests {
             2 => (0usize..2, proptest::collection::vec((off(), any::<bool>()), 1..30))
                 .prop_map(|(k, v)| Step::FastGroup(k, v)),
             1 => (0usize..2, any::<bool>()).prop_map(|(k, m)| Step::FastExtreme(k, m)),
+            2 => (0usize..2, proptest::collection::vec((off(), any::<bool>()), 1..10))
+                .prop_map(|(k, v)| Step::MixedGroup(k, v)),
             4 => (0usize..2, off()).prop_map(|(k, o)| Step::Get(k, o)),
             2 => (0usize..2).prop_map(Step::Summary),
             4 => (0usize..2, proptest::collection::vec(off(), 1..10), any::<bool>(), any::<bool>())
@@ -848,7 +853,8 @@ mod tests {
     /// is in the expiry index, which holds nothing else; and the key
     /// counts say as much.
     fn check_expiries(st: &Store) {
-        check_expiries_of(st, &KEYS);
+        // `s`: the string key of [`Step::MixedGroup`].
+        check_expiries_of(st, &[KEYS[0], KEYS[1], b"s"]);
     }
 
     /// [`check_expiries`] for a store whose keys are `all`.
@@ -1456,6 +1462,34 @@ mod tests {
         check_expiries_of(&st, &[b"a", b"d"]);
     }
 
+    /// In a pipeline group (a `keep_dirty` `Txn`), an ordinary write of
+    /// another key does not keep the tier from a bitmap edit after it; one
+    /// of the same key does (the key is absorbed).
+    #[test]
+    fn a_group_keeps_edits_after_a_write_of_another_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        set_bits(&st, b"d", &base());
+        let mut t = st.begin_keep_dirty(&[(0, b"s"), (0, b"d")]);
+        t.put_string(0, b"s", b"v".to_vec(), 0, false).unwrap();
+        assert!(!t.tr_setbit(0, b"d", 1001, true).unwrap());
+        t.commit().unwrap();
+        assert!(is_dirty(&st, b"d"));
+        // A TR.RANGE of `d` in the group absorbs it first
+        // (`dispatch::absorb_unless_kept`): later edits are ordinary.
+        let mut t = st.begin_keep_dirty(&[(0, b"d")]);
+        t.absorb_key(0, b"d");
+        let got = t.tr_range(0, b"d", 1000, 1002, 10).unwrap().unwrap();
+        assert_eq!(got, vec![1000, 1001, 1002]);
+        assert!(!t.tr_setbit(0, b"d", 1003, true).unwrap());
+        t.commit().unwrap();
+        assert!(!is_dirty(&st, b"d"));
+        assert_eq!(values(&st, b"d").unwrap(), with_base(&[1001, 1003]));
+        drop(st);
+        let st = open(dir.path());
+        assert_eq!(values(&st, b"d").unwrap(), with_base(&[1001, 1003]));
+    }
+
     /// An expire time set in place reaches the dirty entry with its
     /// commit only, even when a tier edit of the key in the same `Txn`
     /// records the entry first: a `Txn` dropped without commit leaves the
@@ -1864,6 +1898,17 @@ mod tests {
                     }
                     Step::FastGroup(k, edits) => {
                         let mut t = st.begin_keep_dirty(&[(0, KEYS[k])]);
+                        let m = model.entry(k).or_default();
+                        for (o, v) in edits {
+                            let prev = t.tr_setbit(0, KEYS[k], o, v).unwrap();
+                            proptest::prop_assert_eq!(prev, m.contains(&o));
+                            if v { m.insert(o); } else { m.remove(&o); }
+                        }
+                        t.commit().unwrap();
+                    }
+                    Step::MixedGroup(k, edits) => {
+                        let mut t = st.begin_keep_dirty(&[(0, b"s"), (0, KEYS[k])]);
+                        t.put_string(0, b"s", b"v".to_vec(), 0, false).unwrap();
                         let m = model.entry(k).or_default();
                         for (o, v) in edits {
                             let prev = t.tr_setbit(0, KEYS[k], o, v).unwrap();

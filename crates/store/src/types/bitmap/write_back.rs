@@ -221,12 +221,15 @@ impl Txn {
 
     /// Offers an edit of `key` to the write-back tier when this `Txn` was
     /// begun with `Store::begin_keep_dirty`: `take` is the tier's path
-    /// (`Some` when it took the edit), tried while this `Txn` has written
-    /// nothing and the tier is on. When the tier does not take it, the key
-    /// is absorbed, so the ordinary path the caller then takes edits a
-    /// clean key (written on top of a dirty one, the edit would be hidden
-    /// by its dirty state and then undone by its absorb). `None` for a
-    /// `Txn` that does not keep dirty keys.
+    /// (`Some` when it took the edit), tried while this `Txn` has neither
+    /// written nor absorbed `key` and the tier is on. Writes of other keys
+    /// do not matter: such a `Txn` is one command or a pipeline group,
+    /// which Redis does not apply atomically either (an EXEC begins with
+    /// `Store::begin`). When the tier does not take it, the key is
+    /// absorbed, so the ordinary path the caller then takes edits a clean
+    /// key (written on top of a dirty one, the edit would be hidden by its
+    /// dirty state and then undone by its absorb). `None` for a `Txn` that
+    /// does not keep dirty keys.
     ///
     /// # Errors
     /// `take`'s.
@@ -239,12 +242,13 @@ impl Txn {
         if !self.bm.keep_dirty {
             return Ok(None);
         }
-        if self.writes_nothing() && self.inner.dirty.enabled() {
+        let mk = keys::KeyBuf::meta(db, key);
+        if self.inner.dirty.enabled() && !self.meta_overlaid(&mk) && !self.bm.has_absorbed(&mk) {
             if let Some(done) = take(self)? {
                 return Ok(Some(done));
             }
         }
-        self.bm_absorb(&keys::KeyBuf::meta(db, key));
+        self.bm_absorb(&mk);
         Ok(None)
     }
 
@@ -515,6 +519,24 @@ impl Txn {
             log.append_range(db, version, key, (start, end), op == RangeOp::Flip)
         })?;
         Ok(logged.then_some(s.card))
+    }
+
+    /// Writes the write-back tier's dirty state of `(db, key)`, if any,
+    /// into this `Txn`, as [`Store::begin`](crate::Store::begin) does for
+    /// every key it locks: for a command that reads or writes more of the
+    /// key than the tier's paths, run in a `Txn` begun by
+    /// [`Store::begin_keep_dirty`](crate::Store::begin_keep_dirty) (a
+    /// pipeline group or an EXEC that mixes it with the tier's commands).
+    /// The key must be one this `Txn` locked.
+    pub fn absorb_key(&mut self, db: u16, key: &[u8]) {
+        self.absorb_dirty(db, key);
+    }
+
+    /// True when the write-back tier holds any dirty key (one atomic
+    /// load): else [`Txn::absorb_key`] has nothing to do.
+    #[must_use]
+    pub fn any_dirty(&self) -> bool {
+        !self.inner.dirty.is_empty()
     }
 
     /// Absorb hook of a key this `Txn` locks after it began
