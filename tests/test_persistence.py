@@ -800,6 +800,16 @@ def _dirty_keys(c):
     return next(int(l.split(":")[1]) for l in info.split("\r\n") if l.startswith("write_back_dirty_keys:"))
 
 
+def _always_with_saved_bm(roaringd_server):
+    """A server under `appendfsync always` whose key `bm` holds bits
+    0..999999, saved; and a client of it."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    c = srv.client()
+    assert c.call("TR.SETRANGE", "bm", "0", "999999") == 1000000
+    assert c.call("SAVE") == Status(b"OK")
+    return srv, c
+
+
 def _killed_keeps_cleared(srv, c, key, acked, card):
     """Kills the server (kill -9) and starts it again; every offset of
     `acked` in `key` must read 0 and the key hold `card` bits. Returns a
@@ -858,10 +868,7 @@ def test_exec_writes_dirty_keys_back_and_survives_kill(roaringd_server):
     from it, and a crash could keep part of the transaction): its edits
     do not stay dirty, a TR.GETBIT in it sees the edits before it, and
     under `always` a kill -9 loses no acknowledged EXEC."""
-    srv = roaringd_server(["--appendfsync", "always"]).start()
-    c = srv.client()
-    assert c.call("TR.SETRANGE", "bm", "0", "999999") == 1000000
-    assert c.call("SAVE") == Status(b"OK")
+    srv, c = _always_with_saved_bm(roaringd_server)
     acked = []
     for i in range(20):
         # one edit the tier keeps, then an EXEC that writes the key back
@@ -884,10 +891,7 @@ def test_mixed_pipelines_keep_tier_edits_and_survive_kill(roaringd_server):
     keeps the tier's edits dirty; a command that reads more of
     a dirty key (TR.RANGE) sees the edits before it and writes the key
     back first. Under `always` a kill -9 loses nothing acknowledged."""
-    srv = roaringd_server(["--appendfsync", "always"]).start()
-    c = srv.client()
-    assert c.call("TR.SETRANGE", "bm", "0", "999999") == 1000000
-    assert c.call("SAVE") == Status(b"OK")
+    srv, c = _always_with_saved_bm(roaringd_server)
     acked = []
     for i in range(30):
         offs = [1000 + i * 100 + j for j in range(0, 30, 3)]

@@ -672,6 +672,11 @@ impl Txn {
         self.meta.contains_key(mk)
     }
 
+    /// True when this `Txn`'s meta overlay is empty.
+    pub(crate) fn meta_overlay_is_empty(&self) -> bool {
+        self.meta.is_empty()
+    }
+
     /// Sets the overlay entry of `mk` to `new`. A key entering the overlay
     /// records its stored state first (`load_meta` with no overlay entry).
     fn overlay_meta(&mut self, mk: keys::KeyBuf, new: Option<KeyMeta>) -> Result<()> {

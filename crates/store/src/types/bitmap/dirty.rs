@@ -706,11 +706,9 @@ mod tests {
     enum Step {
         /// TR.SETBIT through a `keep_dirty` transaction (the tier's path).
         Fast(usize, u32, bool),
-        /// A pipeline group of TR.SETBITs.
-        FastGroup(usize, Vec<(u32, bool)>),
-        /// A pipeline group that writes a string key first (an ordinary
-        /// write) and then TR.SETBITs of key `.0` (the tier's, still).
-        MixedGroup(usize, Vec<(u32, bool)>),
+        /// A pipeline group of TR.SETBITs, after a write of a string key
+        /// (an ordinary write) when `.2`: the tier's, still.
+        FastGroup(usize, Vec<(u32, bool)>, bool),
         /// TR.SETBIT clearing the key's minimum (false) or maximum (true).
         FastExtreme(usize, bool),
         /// TR.GETBIT through a `keep_dirty` transaction.
@@ -771,11 +769,9 @@ mod tests {
         use proptest::prelude::*;
         prop_oneof![
             12 => (0usize..2, off(), any::<bool>()).prop_map(|(k, o, v)| Step::Fast(k, o, v)),
-            2 => (0usize..2, proptest::collection::vec((off(), any::<bool>()), 1..30))
-                .prop_map(|(k, v)| Step::FastGroup(k, v)),
+            4 => (0usize..2, proptest::collection::vec((off(), any::<bool>()), 1..30), any::<bool>())
+                .prop_map(|(k, v, mixed)| Step::FastGroup(k, v, mixed)),
             1 => (0usize..2, any::<bool>()).prop_map(|(k, m)| Step::FastExtreme(k, m)),
-            2 => (0usize..2, proptest::collection::vec((off(), any::<bool>()), 1..10))
-                .prop_map(|(k, v)| Step::MixedGroup(k, v)),
             4 => (0usize..2, off()).prop_map(|(k, o)| Step::Get(k, o)),
             2 => (0usize..2).prop_map(Step::Summary),
             4 => (0usize..2, proptest::collection::vec(off(), 1..10), any::<bool>(), any::<bool>())
@@ -1338,6 +1334,14 @@ mod tests {
         t.commit().unwrap();
     }
 
+    /// A fresh store (and its directory) whose key `key` holds [`base`].
+    fn open_with_base(key: &[u8]) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let st = open(dir.path());
+        set_bits(&st, key, &base());
+        (dir, st)
+    }
+
     /// TR.SETBIT `key` `off` 1 in a `keep_dirty` transaction (the tier's
     /// path when it takes the edit).
     fn kept_setbit(st: &Store, key: &[u8], off: u32) {
@@ -1421,9 +1425,7 @@ mod tests {
     /// absorbed, and the result replaces it whole.
     #[test]
     fn a_bitop_into_a_dirty_key_with_a_kept_expiry_replaces_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let st = open(dir.path());
-        set_bits(&st, b"d", &base());
+        let (dir, st) = open_with_base(b"d");
         set_bits(&st, b"a", &[1000, 70_000]);
         set_bits(&st, b"b", &[1002, 1003]);
         kept_setbit(&st, b"d", 1001);
@@ -1444,9 +1446,7 @@ mod tests {
     /// result and its expire time.
     #[test]
     fn an_expire_of_a_whole_result_absorbs_it_and_survives_a_crash() {
-        let dir = tempfile::tempdir().unwrap();
-        let st = open(dir.path());
-        set_bits(&st, b"a", &base());
+        let (dir, st) = open_with_base(b"a");
         set_bits(&st, b"d", &[3]);
         bitop(&st, b"d", BitOp::Or, &[b"a"]);
         assert!(is_dirty(&st, b"d"));
@@ -1467,9 +1467,7 @@ mod tests {
     /// of the same key does (the key is absorbed).
     #[test]
     fn a_group_keeps_edits_after_a_write_of_another_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let st = open(dir.path());
-        set_bits(&st, b"d", &base());
+        let (dir, st) = open_with_base(b"d");
         let mut t = st.begin_keep_dirty(&[(0, b"s"), (0, b"d")]);
         t.put_string(0, b"s", b"v".to_vec(), 0, false).unwrap();
         assert!(!t.tr_setbit(0, b"d", 1001, true).unwrap());
@@ -1496,9 +1494,7 @@ mod tests {
     /// stored time.
     #[test]
     fn an_expiry_set_in_place_reaches_the_dirty_entry_with_the_commit() {
-        let dir = tempfile::tempdir().unwrap();
-        let st = open(dir.path());
-        set_bits(&st, b"d", &base());
+        let (dir, st) = open_with_base(b"d");
         kept_setbit(&st, b"d", 1001);
         let entry_expiry = |st: &Store| {
             st.inner
@@ -1737,9 +1733,7 @@ mod tests {
     /// absorbed: an edit logged after the restart survives the next crash.
     #[test]
     fn records_after_a_lost_log_tail_are_not_taken_for_absorbed() {
-        let dir = tempfile::tempdir().unwrap();
-        let st = open(dir.path());
-        set_bits(&st, b"k", &base());
+        let (dir, st) = open_with_base(b"k");
         for off in [1, 2, 3] {
             let mut t = st.begin_keep_dirty(&[(0, b"k")]);
             t.tr_setbit(0, b"k", off, true).unwrap();
@@ -1896,19 +1890,11 @@ mod tests {
                         proptest::prop_assert_eq!(prev, m.contains(&o));
                         if v { m.insert(o); } else { m.remove(&o); }
                     }
-                    Step::FastGroup(k, edits) => {
-                        let mut t = st.begin_keep_dirty(&[(0, KEYS[k])]);
-                        let m = model.entry(k).or_default();
-                        for (o, v) in edits {
-                            let prev = t.tr_setbit(0, KEYS[k], o, v).unwrap();
-                            proptest::prop_assert_eq!(prev, m.contains(&o));
-                            if v { m.insert(o); } else { m.remove(&o); }
-                        }
-                        t.commit().unwrap();
-                    }
-                    Step::MixedGroup(k, edits) => {
+                    Step::FastGroup(k, edits, mixed) => {
                         let mut t = st.begin_keep_dirty(&[(0, b"s"), (0, KEYS[k])]);
-                        t.put_string(0, b"s", b"v".to_vec(), 0, false).unwrap();
+                        if mixed {
+                            t.put_string(0, b"s", b"v".to_vec(), 0, false).unwrap();
+                        }
                         let m = model.entry(k).or_default();
                         for (o, v) in edits {
                             let prev = t.tr_setbit(0, KEYS[k], o, v).unwrap();

@@ -242,13 +242,12 @@ impl Txn {
         if !self.bm.keep_dirty {
             return Ok(None);
         }
-        let mk = keys::KeyBuf::meta(db, key);
-        if self.inner.dirty.enabled() && !self.meta_overlaid(&mk) && !self.bm.has_absorbed(&mk) {
+        if self.inner.dirty.enabled() && self.bm_untouched(db, key) {
             if let Some(done) = take(self)? {
                 return Ok(Some(done));
             }
         }
-        self.bm_absorb(&mk);
+        self.bm_absorb(&keys::KeyBuf::meta(db, key));
         Ok(None)
     }
 
@@ -652,6 +651,16 @@ impl Txn {
             .internal_puts
             .push(crate::store::wb_key(d.last_seq, db, version, &key));
         self.bm.absorbed.push((mk.to_vec(), d.last_seq));
+    }
+
+    /// True when this `Txn` has neither written nor absorbed `(db, key)`
+    /// (no key is built while it has written and absorbed nothing).
+    fn bm_untouched(&self, db: u16, key: &[u8]) -> bool {
+        if self.meta_overlay_is_empty() && self.bm.absorbed.is_empty() {
+            return true;
+        }
+        let mk = keys::KeyBuf::meta(db, key);
+        !self.meta_overlaid(&mk) && !self.bm.has_absorbed(&mk)
     }
 
     /// `m`, key `mk`'s meta as this `Txn` reads it, as the dirty map is
