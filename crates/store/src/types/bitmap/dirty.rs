@@ -1425,7 +1425,7 @@ mod tests {
     /// absorbed, and the result replaces it whole.
     #[test]
     fn a_bitop_into_a_dirty_key_with_a_kept_expiry_replaces_it() {
-        let (dir, st) = open_with_base(b"d");
+        let (_dir, st) = open_with_base(b"d");
         set_bits(&st, b"a", &[1000, 70_000]);
         set_bits(&st, b"b", &[1002, 1003]);
         kept_setbit(&st, b"d", 1001);
@@ -1494,7 +1494,7 @@ mod tests {
     /// stored time.
     #[test]
     fn an_expiry_set_in_place_reaches_the_dirty_entry_with_the_commit() {
-        let (dir, st) = open_with_base(b"d");
+        let (_dir, st) = open_with_base(b"d");
         kept_setbit(&st, b"d", 1001);
         let entry_expiry = |st: &Store| {
             st.inner
