@@ -810,11 +810,13 @@ impl Store {
     }
 
     /// As [`Store::begin`], but dirty keys stay dirty: for commands that
-    /// read and write bitmaps through the tier's paths only: TR.SETBIT,
-    /// TR.GETBIT (`tr_setbit`, `tr_getbit`: one container, dirty map
-    /// first) and the summary reads (`tr_summary`: the dirty `meta`). Such
-    /// a `Txn` must not stream or scan a dirty key (debug builds assert
-    /// it). A single-bit edit of such a `Txn` may be taken by the tier.
+    /// read and write bitmaps through the tier's paths only (TR.SETBIT,
+    /// TR.GETBIT: one container, dirty map first; the summary reads and
+    /// the keyspace's meta commands: the dirty `meta`), and for a pipeline
+    /// group, whose other commands call [`Txn::absorb_key`] for their keys
+    /// first. Such a `Txn` must not stream or scan a dirty key it has not
+    /// absorbed (debug builds assert it). An edit of a key it has neither
+    /// written nor absorbed may be taken by the tier.
     pub fn begin_keep_dirty(&self, keys: &[(u16, &[u8])]) -> Txn {
         let mut t = Txn::new(Arc::clone(&self.inner), self.inner.locks.lock_keys(keys));
         t.bm.keep_dirty();
