@@ -213,3 +213,11 @@ def populate_bitmaps(tr, redis, nkeys, rkeys, seed, bits=100, offsets=10_000_000
 
 def loadavg():
     return os.getloadavg()
+
+
+def cpu_seconds(pid):
+    """utime + stime of process `pid` (every thread), in seconds
+    (fields 14 and 15 of /proc/PID/stat, proc(5))."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
