@@ -286,17 +286,8 @@ impl Txn {
                 i64::from(new_exp.is_some_and(|e| e != 0))
                     - i64::from(old_exp.is_some_and(|e| e != 0)),
             );
-            let old_e = old_exp.unwrap_or(0);
-            let new_e = new_exp.unwrap_or(0);
-            if old_e != new_e {
-                if old_e != 0 {
-                    batch.delete(Space::Expiry, keys::expiry_key(old_e, db, key));
-                }
-                if new_e != 0 {
-                    batch.put(Space::Expiry, keys::expiry_key(new_e, db, key), Vec::new());
-                    min_added_expiry = min_added_expiry.min(new_e);
-                }
-            }
+            let (old_e, new_e) = (old_exp.unwrap_or(0), new_exp.unwrap_or(0));
+            move_expiry(&mut batch, (db, key), (old_e, new_e), &mut min_added_expiry);
             // A key version this Txn created has all its entries in this
             // batch (unless some were spilled ahead), and so has one whose
             // stored data was inline: the memory tier may hold it as
@@ -324,13 +315,7 @@ impl Txn {
         for e in self.bm.expiries() {
             let (db, key) = keys::split_meta_key(&e.mk)?;
             deltas.add(db, 0, i64::from(e.new != 0) - i64::from(e.old != 0));
-            if e.old != 0 {
-                batch.delete(Space::Expiry, keys::expiry_key(e.old, db, key));
-            }
-            if e.new != 0 {
-                batch.put(Space::Expiry, keys::expiry_key(e.new, db, key), Vec::new());
-                min_added_expiry = min_added_expiry.min(e.new);
-            }
+            move_expiry(&mut batch, (db, key), (e.old, e.new), &mut min_added_expiry);
             batch.put(Space::Meta, e.mk.clone(), e.stored.clone());
         }
         for k in std::mem::take(&mut self.stale_expiry) {
@@ -543,8 +528,8 @@ impl Txn {
         // The write-back tier's state is newer than the `Kv`.
         if let Some(mut m) = self.inner.dirty.meta(mk) {
             self.examine_stored(mk, m.version)?;
-            if let Some(at) = self.bm.expiry_of(mk) {
-                m.expire_at_ms = at;
+            if let Some(e) = self.bm.pending_expiry(mk) {
+                m.expire_at_ms = e.new;
             }
             return Ok(Some(m));
         }
@@ -720,7 +705,7 @@ impl Txn {
                 // below replaces its dirty state in this commit and the
                 // dirty entry is dropped with it; a checkpoint would
                 // otherwise write the expired key back.
-                self.absorb_dirty(db, key);
+                self.absorb_key(db, key);
                 self.overlay_meta(mk, None)?;
                 self.touch(db, key);
                 self.expired += 1;
@@ -751,7 +736,7 @@ impl Txn {
         if !self.holds_lock(db, key) {
             self.extra_locks
                 .push(self.inner.locks.lock_stripes_only(&[(db, key)]));
-            self.absorb_dirty(db, key);
+            self.absorb_key(db, key);
         }
     }
 
@@ -790,7 +775,7 @@ impl Txn {
         self.ensure_locked(db, key);
         // A dirty key goes with its dirty state (in a `Txn` that keeps
         // dirty keys, an EXPIRE in the past).
-        self.absorb_dirty(db, key);
+        self.absorb_key(db, key);
         self.overlay_meta(keys::KeyBuf::meta(db, key), None)?;
         self.touch(db, key);
         Ok(())
@@ -1591,6 +1576,27 @@ where
                 return Some(Ok((k, v)));
             }
         }
+    }
+}
+
+/// Moves key `(db, key)`'s entry in the expiry index from expire time
+/// `old` to `new` (0: none) in `batch`, lowering `min_added` to a time
+/// it adds.
+fn move_expiry(
+    batch: &mut WriteBatch,
+    (db, key): (u16, &[u8]),
+    (old, new): (u64, u64),
+    min_added: &mut u64,
+) {
+    if old == new {
+        return;
+    }
+    if old != 0 {
+        batch.delete(Space::Expiry, keys::expiry_key(old, db, key));
+    }
+    if new != 0 {
+        batch.put(Space::Expiry, keys::expiry_key(new, db, key), Vec::new());
+        *min_added = (*min_added).min(new);
     }
 }
 

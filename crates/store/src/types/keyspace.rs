@@ -106,8 +106,8 @@ impl Txn {
             self.delete_meta(db, key)?;
             return Ok(true);
         }
-        if in_place {
-            self.bm_expire_dirty(db, key, at_ms as u64)?;
+        if let Some(stored_at) = in_place {
+            self.bm_expire_dirty(db, key, (stored_at, at_ms as u64))?;
         } else {
             m.expire_at_ms = at_ms as u64;
             self.put_meta(db, key, m)?;
@@ -115,14 +115,15 @@ impl Txn {
         Ok(true)
     }
 
-    /// True when the write-back tier sets `key`'s expire time in place
-    /// (`Txn::bm_expiry_in_place`). Otherwise a dirty key is absorbed
-    /// first, so that the meta read next and written back is its whole
-    /// state (in a `Txn` that keeps dirty keys, as EXPIRE and PERSIST run).
-    fn dirty_expiry_in_place(&mut self, db: u16, key: &[u8]) -> bool {
+    /// The key's stored expire time when the write-back tier sets its
+    /// expire time in place (`Txn::bm_expiry_in_place`). Otherwise a
+    /// dirty key is absorbed first, so that the meta read next and written
+    /// back is its whole state (in a `Txn` that keeps dirty keys, as
+    /// EXPIRE and PERSIST run).
+    fn dirty_expiry_in_place(&mut self, db: u16, key: &[u8]) -> Option<u64> {
         let in_place = self.bm_expiry_in_place(db, key);
-        if !in_place {
-            self.absorb_dirty(db, key);
+        if in_place.is_none() {
+            self.absorb_key(db, key);
         }
         in_place
     }
@@ -156,8 +157,8 @@ impl Txn {
         let in_place = self.dirty_expiry_in_place(db, key);
         match self.meta(db, key)? {
             Some(mut m) if m.expire_at_ms != 0 => {
-                if in_place {
-                    self.bm_expire_dirty(db, key, 0)?;
+                if let Some(stored_at) = in_place {
+                    self.bm_expire_dirty(db, key, (stored_at, 0))?;
                 } else {
                     m.expire_at_ms = 0;
                     self.put_meta(db, key, m)?;

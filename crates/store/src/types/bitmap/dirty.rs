@@ -1334,11 +1334,13 @@ mod tests {
         t.commit().unwrap();
     }
 
-    /// A fresh store (and its directory) whose key `key` holds [`base`].
-    fn open_with_base(key: &[u8]) -> (tempfile::TempDir, Store) {
+    /// A fresh store (and its directory) whose keys `keys` hold [`base`].
+    fn open_with_base(keys: &[&[u8]]) -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let st = open(dir.path());
-        set_bits(&st, key, &base());
+        for key in keys {
+            set_bits(&st, key, &base());
+        }
         (dir, st)
     }
 
@@ -1425,7 +1427,7 @@ mod tests {
     /// absorbed, and the result replaces it whole.
     #[test]
     fn a_bitop_into_a_dirty_key_with_a_kept_expiry_replaces_it() {
-        let (_dir, st) = open_with_base(b"d");
+        let (_dir, st) = open_with_base(&[b"d"]);
         set_bits(&st, b"a", &[1000, 70_000]);
         set_bits(&st, b"b", &[1002, 1003]);
         kept_setbit(&st, b"d", 1001);
@@ -1446,7 +1448,7 @@ mod tests {
     /// result and its expire time.
     #[test]
     fn an_expire_of_a_whole_result_absorbs_it_and_survives_a_crash() {
-        let (dir, st) = open_with_base(b"a");
+        let (dir, st) = open_with_base(&[b"a"]);
         set_bits(&st, b"d", &[3]);
         bitop(&st, b"d", BitOp::Or, &[b"a"]);
         assert!(is_dirty(&st, b"d"));
@@ -1467,7 +1469,7 @@ mod tests {
     /// of the same key does (the key is absorbed).
     #[test]
     fn a_group_keeps_edits_after_a_write_of_another_key() {
-        let (dir, st) = open_with_base(b"d");
+        let (dir, st) = open_with_base(&[b"d"]);
         let mut t = st.begin_keep_dirty(&[(0, b"s"), (0, b"d")]);
         t.put_string(0, b"s", b"v".to_vec(), 0, false).unwrap();
         assert!(!t.tr_setbit(0, b"d", 1001, true).unwrap());
@@ -1494,7 +1496,7 @@ mod tests {
     /// stored time.
     #[test]
     fn an_expiry_set_in_place_reaches_the_dirty_entry_with_the_commit() {
-        let (_dir, st) = open_with_base(b"d");
+        let (_dir, st) = open_with_base(&[b"d"]);
         kept_setbit(&st, b"d", 1001);
         let entry_expiry = |st: &Store| {
             st.inner
@@ -1708,10 +1710,8 @@ mod tests {
     /// key's dirty state or undone when that state is written back.
     #[test]
     fn a_group_the_tier_refuses_absorbs_each_key_it_edits() {
-        let dir = tempfile::tempdir().unwrap();
-        let st = open(dir.path());
+        let (_dir, st) = open_with_base(&[b"a", b"b"]);
         for key in [&b"a"[..], b"b"] {
-            set_bits(&st, key, &base());
             kept_setbit(&st, key, 3);
         }
         assert_eq!(st.inner.dirty.len(), 2);
@@ -1733,7 +1733,7 @@ mod tests {
     /// absorbed: an edit logged after the restart survives the next crash.
     #[test]
     fn records_after_a_lost_log_tail_are_not_taken_for_absorbed() {
-        let (dir, st) = open_with_base(b"k");
+        let (dir, st) = open_with_base(&[b"k"]);
         for off in [1, 2, 3] {
             let mut t = st.begin_keep_dirty(&[(0, b"k")]);
             t.tr_setbit(0, b"k", off, true).unwrap();
@@ -1792,11 +1792,7 @@ mod tests {
     /// stay.
     #[test]
     fn a_checkpoint_deletes_the_chunks_below_the_floor() {
-        let dir = tempfile::tempdir().unwrap();
-        let st = open(dir.path());
-        for key in [&b"a"[..], b"b"] {
-            set_bits(&st, key, &base());
-        }
+        let (dir, st) = open_with_base(&[b"a", b"b"]);
         for off in [1, 2, 3] {
             kept_setbit(&st, b"a", off);
         }

@@ -4,7 +4,7 @@
 //! when a commit begins, [`BitmapTxnState::prepare_commit`] as it fills its
 //! batch, [`BitmapCommit::finish`] once the batch is written,
 //! [`BitmapTxnState::writes_nothing`] and [`BitmapTxnState::discard_db`];
-//! and [`Txn::absorb_dirty`](crate::txn::Txn::absorb_dirty) for a key it
+//! and [`Txn::absorb_key`](crate::txn::Txn::absorb_key) for a key it
 //! locks on demand. Contract: a `Txn` dropped without commit leaves nothing
 //! of this state behind (the container cache and the dirty map change only
 //! in `finish`, after the batch is written).
@@ -156,16 +156,11 @@ impl BitmapTxnState {
         self.absorbed.iter().any(|(k, _)| k.as_slice() == mk)
     }
 
-    /// The expire time this `Txn` set on dirty key `mk` without absorbing
-    /// it, if any.
-    pub(crate) fn expiry_of(&self, mk: &[u8]) -> Option<u64> {
-        self.expiries.iter().find(|e| e.mk == mk).map(|e| e.new)
-    }
-
-    /// The stored expire time of dirty key `mk` when this `Txn` set a new
-    /// one in place: what the dirty entry keeps until the commit.
-    pub(super) fn expiry_before(&self, mk: &[u8]) -> Option<u64> {
-        self.expiries.iter().find(|e| e.mk == mk).map(|e| e.old)
+    /// The expire time this `Txn` set on dirty key `mk` in place, if any
+    /// (its `old`, the stored time, is what the dirty entry keeps until
+    /// the commit).
+    pub(crate) fn pending_expiry(&self, mk: &[u8]) -> Option<&DirtyExpiry> {
+        self.expiries.iter().find(|e| e.mk == mk)
     }
 
     /// Takes back the expire time set on dirty key `mk`, as the key is

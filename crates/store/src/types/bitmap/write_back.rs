@@ -522,13 +522,17 @@ impl Txn {
 
     /// Writes the write-back tier's dirty state of `(db, key)`, if any,
     /// into this `Txn`, as [`Store::begin`](crate::Store::begin) does for
-    /// every key it locks: for a command that reads or writes more of the
-    /// key than the tier's paths, run in a `Txn` begun by
+    /// every key it locks (one atomic load when nothing is dirty): for a
+    /// key locked after the `Txn` began (`Txn::ensure_locked`), a key
+    /// deleted or given an expire time the tier cannot set in place, and a
+    /// command that reads or writes more of a key than the tier's paths in
+    /// a `Txn` begun by
     /// [`Store::begin_keep_dirty`](crate::Store::begin_keep_dirty) (a
-    /// pipeline group or an EXEC that mixes it with the tier's commands).
-    /// The key must be one this `Txn` locked.
+    /// pipeline group). The key must be one this `Txn` locked.
     pub fn absorb_key(&mut self, db: u16, key: &[u8]) {
-        self.absorb_dirty(db, key);
+        if !self.inner.dirty.is_empty() {
+            self.bm_absorb(&keys::KeyBuf::meta(db, key));
+        }
     }
 
     /// True when the write-back tier holds any dirty key (one atomic
@@ -536,15 +540,6 @@ impl Txn {
     #[must_use]
     pub fn any_dirty(&self) -> bool {
         !self.inner.dirty.is_empty()
-    }
-
-    /// Absorb hook of a key this `Txn` locks after it began
-    /// (`Txn::ensure_locked`): [`Txn::bm_absorb`] when anything is dirty
-    /// (one atomic load when nothing is).
-    pub(crate) fn absorb_dirty(&mut self, db: u16, key: &[u8]) {
-        if !self.inner.dirty.is_empty() {
-            self.bm_absorb(&keys::KeyBuf::meta(db, key));
-        }
     }
 
     /// True when `key` is dirty and not absorbed by this `Txn` (the debug
@@ -669,8 +664,8 @@ impl Txn {
     /// written it (`BitmapCommit::finish`), so a `Txn` that does not
     /// commit leaves the entry's time as stored.
     fn as_kept(&self, mk: &[u8], mut m: KeyMeta) -> KeyMeta {
-        if let Some(at) = self.bm.expiry_before(mk) {
-            m.expire_at_ms = at;
+        if let Some(e) = self.bm.pending_expiry(mk) {
+            m.expire_at_ms = e.old;
         }
         m
     }
@@ -680,19 +675,23 @@ impl Txn {
     /// stored containers, and this `Txn` neither absorbed nor wrote it. A
     /// whole value (a TR.BITOP result) is not: recovery writes it under a
     /// fresh version, without an expire time.
-    pub(crate) fn bm_expiry_in_place(&self, db: u16, key: &[u8]) -> bool {
+    /// Returns the key's stored expire time (0: none) when it can, which
+    /// the dirty entry keeps until a commit sets a new one.
+    pub(crate) fn bm_expiry_in_place(&self, db: u16, key: &[u8]) -> Option<u64> {
         if self.inner.dirty.is_empty() {
-            return false;
+            return None;
         }
         let mk = keys::KeyBuf::meta(db, key);
-        !self.meta_overlaid(&mk)
-            && !self.bm.has_absorbed(&mk)
-            && self.inner.dirty.edited_meta(&mk).is_some()
+        if self.meta_overlaid(&mk) || self.bm.has_absorbed(&mk) {
+            return None;
+        }
+        self.inner.dirty.edited_meta(&mk).map(|m| m.expire_at_ms)
     }
 
     /// The write-back tier's EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT and
-    /// PERSIST of a key for which [`Txn::bm_expiry_in_place`] holds:
-    /// `at_ms` (0: none, a future time otherwise) becomes the key's expire
+    /// PERSIST of a key for which [`Txn::bm_expiry_in_place`] gave its
+    /// stored expire time `stored_at`: `at_ms` (0: none, a future time
+    /// otherwise) becomes the key's expire
     /// time without its dirty state being written back. The commit writes
     /// the key's stored meta with only its expire time changed (the stored
     /// summary and inline entry stay those of the stored containers, onto
@@ -701,15 +700,16 @@ impl Txn {
     /// one meanwhile ([`Txn::load_meta`]).
     ///
     /// # Errors
-    /// `Io` reading the stored meta; `Corrupt` when it is missing or bad,
-    /// or when the key is no longer dirty.
-    pub(crate) fn bm_expire_dirty(&mut self, db: u16, key: &[u8], at_ms: u64) -> Result<()> {
+    /// `Io` reading the stored meta; `Corrupt` when it is missing or bad.
+    pub(crate) fn bm_expire_dirty(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        (stored_at, at_ms): (u64, u64),
+    ) -> Result<()> {
         let mk = keys::KeyBuf::meta(db, key);
-        let d =
-            self.inner.dirty.edited_meta(&mk).ok_or_else(|| {
-                StoreError::corrupt("an expire time in place for a key not dirty")
-            })?;
-        let old = self.bm.take_expiry(&mk).map_or(d.expire_at_ms, |e| e.old);
+        // A second expire time in this `Txn` replaces the first.
+        self.bm.take_expiry(&mk);
         let mut stored = None;
         self.inner.kv.get_visit(Space::Meta, &mk, &mut |b| {
             stored = Some(KeyMeta::with_expiry(b, at_ms));
@@ -719,7 +719,7 @@ impl Txn {
             .ok_or_else(|| StoreError::corrupt("a dirty key without its stored meta"))?;
         self.bm.expiries.push(DirtyExpiry {
             mk: mk.into_vec(),
-            old,
+            old: stored_at,
             new: at_ms,
             stored,
         });
