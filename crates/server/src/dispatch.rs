@@ -369,8 +369,8 @@ pub fn commit(
 /// dropped by its caller like any failed command's, and a group's is
 /// handled by [`run_skipping_panicked`]. `may_stream`: see
 /// [`Ctx::may_stream`] (the caller guarantees its condition).
-/// Before a command runs in a `Txn` that keeps dirty keys (a pipeline
-/// group or an EXEC, begun by `Store::begin_keep_dirty`): unless its row
+/// Before a command runs in a pipeline group's `Txn` (begun by
+/// `Store::begin_keep_dirty`, so dirty keys stay dirty): unless its row
 /// is `TierUse::KeepDirty` for this request, the write-back tier's dirty
 /// state of each of its keys is written into the `Txn` first
 /// (`Txn::absorb_key`), as `Store::begin` does for every key it locks.
