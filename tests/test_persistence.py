@@ -862,28 +862,102 @@ def test_tier_edits_of_a_key_with_a_ttl_survive_kill_and_expire_whole(roaringd_s
     c.close()
 
 
-def test_exec_writes_dirty_keys_back_and_survives_kill(roaringd_server):
-    """An EXEC writes the dirty keys it touches back and runs its commands
-    as one batch (the write-back tier's records would reach the log apart
-    from it, and a crash could keep part of the transaction): its edits
-    do not stay dirty, a TR.GETBIT in it sees the edits before it, and
-    under `always` a kill -9 loses no acknowledged EXEC."""
+def test_exec_keeps_tier_edits_and_survives_kill(roaringd_server):
+    """An EXEC of the write-back tier's commands leaves its edits dirty,
+    as a pipeline group does: its records go into its commit's batch. A
+    TR.GETBIT in it sees the edits before it, a command that reads more of
+    the key (TR.RANGE) writes it back first and sees them too, and under
+    `always` a kill -9 loses no acknowledged EXEC."""
     srv, c = _always_with_saved_bm(roaringd_server)
     acked = []
     for i in range(20):
-        # one edit the tier keeps, then an EXEC that writes the key back
         assert c.call("TR.SETBIT", "bm", str(500000 + i), "0") == 1
         acked.append(500000 + i)
-        assert _dirty_keys(c) == 1
         offs = [1000 + i * 100 + j * 3 for j in range(10)]
         assert c.call("MULTI") == Status(b"OK")
         for o in offs:
             assert c.call("TR.SETBIT", "bm", str(o), "0") == Status(b"QUEUED")
         assert c.call("TR.GETBIT", "bm", str(500000 + i)) == Status(b"QUEUED")
-        assert c.call("EXEC") == [1] * 10 + [0]
+        assert c.call("TR.GETBIT", "bm", str(offs[0])) == Status(b"QUEUED")
+        assert c.call("EXEC") == [1] * 10 + [0, 0]
         acked += offs
-        assert _dirty_keys(c) == 0
+        assert _dirty_keys(c) == 1
+    assert c.call("MULTI") == Status(b"OK")
+    assert c.call("TR.SETBIT", "bm", "999", "0") == Status(b"QUEUED")
+    assert c.call("TR.RANGE", "bm", "995", "999") == Status(b"QUEUED")
+    assert c.call("EXEC") == [1, [995, 996, 997, 998]]
+    acked.append(999)
+    assert _dirty_keys(c) == 0
     _killed_keeps_cleared(srv, c, "bm", acked, 1000000 - len(acked)).close()
+
+
+@pytest.mark.parametrize("fsync", ["always", "everysec"])
+def test_exec_of_tier_edits_survives_kill_whole(roaringd_server, fsync):
+    """EXECs that each clear the same bits of two dirty keys (their
+    records in their own commits' batches) run while another client's
+    writes make the server sync or hand its log to the OS at any moment,
+    and a kill -9 comes in the middle of them: afterwards the two keys
+    agree bit for bit (no EXEC survives in part), and under `always` every
+    acknowledged EXEC survives."""
+    srv = roaringd_server(["--appendfsync", fsync]).start()
+    c = srv.client()
+    for key in ("a", "b"):
+        assert c.call("TR.SETRANGE", key, "0", "199999") == 200000
+    assert c.call("SAVE") == Status(b"OK")
+    c.close()
+    for rnd in range(5):
+        stop = threading.Event()
+        acked, errors = [], []
+
+        def other():
+            o = srv.client()
+            i = 0
+            try:
+                while not stop.is_set():
+                    i += 1
+                    assert o.call("SET", f"s{i % 100}", str(i)) == Status(b"OK")
+            except (ConnectionClosed, OSError):
+                pass
+            except AssertionError as e:
+                errors.append(e)
+            finally:
+                o.close()
+
+        def execs():
+            e = srv.client()
+            bit = 1 + rnd * 40000
+            try:
+                while not stop.is_set() and bit < (rnd + 1) * 40000 - 30:
+                    offs = [bit + 3 * j for j in range(8)]
+                    cmds = [("MULTI",)] + [("TR.SETBIT", k, str(o), "0") for o in offs for k in ("a", "b")] + [("EXEC",)]
+                    got = e.pipeline(cmds)
+                    assert got[-1] == [1] * (2 * len(offs)), got[-1]
+                    acked.extend(offs)
+                    bit = offs[-1] + 3
+            except (ConnectionClosed, OSError):
+                pass
+            except AssertionError as x:
+                errors.append(x)
+            finally:
+                e.close()
+
+        threads = [threading.Thread(target=f, daemon=True) for f in (other, execs)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30
+        while len(acked) < 4000 + 1500 * rnd and time.monotonic() < deadline and not errors:
+            time.sleep(0.01)
+        srv.kill()
+        stop.set()
+        for t in threads:
+            t.join(30)
+        assert not errors and acked, errors
+        srv.start()
+        c = srv.client()
+        assert c.call("TR.BITOP", "x", "XOR", "a", "b") == 0, "an EXEC survived in part"
+        if fsync == "always":
+            assert c.call("TR.GETBITS", "a", *map(str, acked)) == [0] * len(acked)
+        c.close()
 
 
 def test_mixed_pipelines_keep_tier_edits_and_survive_kill(roaringd_server):

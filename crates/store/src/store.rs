@@ -823,6 +823,16 @@ impl Store {
         t
     }
 
+    /// As [`Store::begin_keep_dirty`], for an EXEC: the write-back
+    /// tier's records of this `Txn` go into its commit's batch instead of
+    /// the shared log, so that a crash keeps all of the transaction or
+    /// none of it (`oplog::OwnRecords`).
+    pub fn begin_exec(&self, keys: &[(u16, &[u8])]) -> Txn {
+        let mut t = self.begin_keep_dirty(keys);
+        t.bm.own_records();
+        t
+    }
+
     /// As [`Store::begin`], but `keep`, a TR.BITOP destination, stays
     /// dirty unless it is also among the sources (it appears in `keys`
     /// more than once): `Txn::tr_bitop` may then hand its result to the

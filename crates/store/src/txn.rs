@@ -116,6 +116,7 @@ pub const SPILL_BYTES: usize = 8 << 20;
 impl Drop for Txn {
     fn drop(&mut self) {
         Store::release_versions(&self.inner, &self.versions);
+        self.bm.abandon(&self.inner);
     }
 }
 

@@ -239,11 +239,14 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                     replies.push(Reply::Error(e));
                     continue;
                 }
-                let t = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
+                let mut t = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
                     txn.as_mut()
                 } else {
                     None
                 };
+                if let Some(t) = t.as_deref_mut() {
+                    dispatch::absorb_unless_kept(t, client.db, spec, &args, &mut idx);
+                }
                 // No streamed reply: a later queued command may write the key.
                 let r = dispatch::call(server, client, q.entry, args, t, false);
                 let end = Instant::now();
@@ -272,12 +275,12 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
 
 /// The transaction of an EXEC over the union `owned` of its queued
 /// commands' keys: over the whole store when a queued command is
-/// exclusive, else over the keys, every dirty key of the write-back tier
-/// written into it first (`Store::begin`). An EXEC does not leave keys
-/// to the tier: the tier's records reach the log apart from the commit's
-/// batch (and a record may end one chunk of the log and the next record
-/// begin another), so a crash could keep part of a transaction, which
-/// Redis never replays.
+/// exclusive, else over the keys (`Store::begin_exec`). Dirty keys of the
+/// write-back tier stay dirty for the queued commands the tier takes, as
+/// in a pipeline group (a command outside it writes its keys' dirty
+/// state into the transaction first, `dispatch::absorb_unless_kept`),
+/// and the tier's records go into the commit's batch, so that a crash
+/// keeps all of the transaction or none of it, as Redis replays it.
 fn begin_exec_txn(
     server: &crate::state::Server,
     exclusive: bool,
@@ -287,6 +290,6 @@ fn begin_exec_txn(
         server.store.begin_exclusive()
     } else {
         let keys: Vec<(u16, &[u8])> = owned.iter().map(|(d, k)| (*d, k.as_slice())).collect();
-        server.store.begin(&keys)
+        server.store.begin_exec(&keys)
     }
 }

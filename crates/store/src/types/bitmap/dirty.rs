@@ -746,6 +746,12 @@ mod tests {
         /// past every expiry [`Step::Expire`] sets: a key with an expiry
         /// is deleted then, dirty or not.
         Expired(usize),
+        /// An EXEC of TR.SETBITs over both keys (`Store::begin_exec`),
+        /// the shared log written to the OS after its first edit (as the
+        /// `everysec` thread may); with `.1`, the process dies before the
+        /// commit (the `Txn`'s own records lost with it), and the store is
+        /// reopened: none of the EXEC survives.
+        Exec(Vec<(usize, u32, bool)>, bool),
         Checkpoint,
         /// Drop the store without a checkpoint and reopen it.
         Crash,
@@ -787,6 +793,8 @@ mod tests {
             1 => (0usize..2).prop_map(Step::Expire),
             2 => (0usize..2, any::<bool>()).prop_map(|(k, p)| Step::KeptExpire(k, p)),
             1 => (0usize..2).prop_map(Step::Expired),
+            3 => (proptest::collection::vec((0usize..2, off(), any::<bool>()), 1..12), proptest::bool::weighted(0.3))
+                .prop_map(|(edits, crash)| Step::Exec(edits, crash)),
             1 => Just(Step::Checkpoint),
             1 => Just(Step::Crash),
         ]
@@ -1373,6 +1381,58 @@ mod tests {
         })
     }
 
+    /// An EXEC's edits that the tier takes stay dirty, and its records
+    /// reach the journal with its commit, all of them or none: with the
+    /// shared log written to the OS between two of its edits (as the
+    /// `everysec` thread may), a death before the commit keeps neither
+    /// (a pipeline group's first edit would be in the journal by then),
+    /// and after it both are replayed.
+    #[test]
+    fn an_exec_keeps_all_of_its_tier_edits_or_none_across_a_crash() {
+        let (dir, st) = open_with_base(&[b"a", b"b"]);
+        let exec = |st: &Store, crash: bool| {
+            let mut t = st.begin_exec(&[(0, b"a"), (0, b"b")]);
+            assert!(!t.tr_setbit(0, b"a", 1001, true).unwrap());
+            st.write_to_os().unwrap();
+            assert!(!t.tr_setbit(0, b"b", 1003, true).unwrap());
+            assert_eq!(st.inner.dirty.len(), 2, "both edits are the tier's");
+            if crash {
+                t.bm.own = None;
+            } else {
+                t.commit().unwrap();
+            }
+        };
+        exec(&st, true);
+        drop(st);
+        let st = open(dir.path());
+        assert_eq!(values(&st, b"a").unwrap(), base());
+        assert_eq!(values(&st, b"b").unwrap(), base());
+        exec(&st, false);
+        drop(st);
+        let st = open(dir.path());
+        assert_eq!(values(&st, b"a").unwrap(), with_base(&[1001]));
+        assert_eq!(values(&st, b"b").unwrap(), with_base(&[1003]));
+    }
+
+    /// A record of a key still pending in the shared log when an EXEC
+    /// edits the key is replayed before the EXEC's: the EXEC's first
+    /// record writes the shared ones out first (its own chunk's key is
+    /// below the shared chunk's that would otherwise hold the earlier
+    /// record, and chunks replay in key order).
+    #[test]
+    fn an_exec_replays_after_the_edits_before_it() {
+        let (dir, st) = open_with_base(&[b"a"]);
+        kept_setbit(&st, b"a", 1001);
+        let mut t = st.begin_exec(&[(0, b"a")]);
+        assert!(t.tr_setbit(0, b"a", 1001, false).unwrap());
+        t.commit().unwrap();
+        kept_setbit(&st, b"a", 1003);
+        assert_eq!(st.inner.dirty.len(), 1);
+        drop(st);
+        let st = open(dir.path());
+        assert_eq!(values(&st, b"a").unwrap(), with_base(&[1003]));
+    }
+
     /// A key with an expiry is the tier's like any other: its edits stay
     /// dirty and keep the expiry, and a crash replays them onto the key
     /// with its expiry. Once the key expires, a `keep_dirty` read deletes
@@ -1776,6 +1836,7 @@ mod tests {
             .lock()
             .as_mut()
             .unwrap()
+            .to(None)
             .append_value(0, 1, b"k", vec![(0u16, vec![0xff; 5].into())].into(), 0)
             .unwrap();
         st.persist().unwrap();
@@ -2069,6 +2130,30 @@ mod tests {
                             model.remove(&k);
                         } else {
                             proptest::prop_assert_eq!(got, model.get(&k).is_some_and(|m| m.contains(&0)));
+                        }
+                    }
+                    Step::Exec(edits, crash) => {
+                        let mut t = st.begin_exec(&[(0, KEYS[0]), (0, KEYS[1])]);
+                        let mut after = model.clone();
+                        for (i, (k, o, v)) in edits.into_iter().enumerate() {
+                            let m = after.entry(k).or_default();
+                            let prev = t.tr_setbit(0, KEYS[k], o, v).unwrap();
+                            proptest::prop_assert_eq!(prev, m.contains(&o));
+                            if v { m.insert(o); } else { m.remove(&o); }
+                            if i == 0 {
+                                st.write_to_os().unwrap();
+                            }
+                        }
+                        if crash {
+                            t.bm.own = None;
+                            drop(t);
+                            drop(st);
+                            st = open(dir.path());
+                            check_all(&st, &model);
+                            check_expiries(&st);
+                        } else {
+                            t.commit().unwrap();
+                            model = after;
                         }
                     }
                     Step::Checkpoint => st.checkpoint().unwrap(),

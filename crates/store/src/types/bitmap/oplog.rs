@@ -529,15 +529,52 @@ impl OpLog {
         }
         self.values_bytes = 0;
         self.kv.write(batch, Durability::Lazy)?;
-        self.chunks.extend(written);
+        self.written(LogChunks {
+            keys: written,
+            bytes,
+        });
+        Ok(())
+    }
+
+    /// Notes chunks `c` as written: a later release deletes them, and
+    /// their bytes count towards [`OpLog::wants_release`] (waking the
+    /// checkpointer once it turns true). For a transaction's own records
+    /// ([`OwnRecords::put_into`]) once its commit wrote them, under the
+    /// key locks that keep their keys dirty until then.
+    pub fn written(&mut self, c: LogChunks) {
+        self.chunks.extend(c.keys);
         let before = self.unreleased;
-        self.unreleased += bytes;
+        self.unreleased += c.bytes;
         if before < RELEASE_BYTES && self.unreleased >= RELEASE_BYTES {
             if let Some(w) = &self.waker {
                 w.unpark();
             }
         }
+    }
+
+    /// Writes a transaction's own records as a batch of their own
+    /// (`Lazy`): a transaction dropped without its commit, whose edits
+    /// the dirty map already holds, so that the map and the log agree.
+    ///
+    /// # Errors
+    /// `Io` when the `Kv` refuses the write.
+    pub fn write_own(&mut self, own: OwnRecords) -> Result<()> {
+        if own.is_empty() {
+            return Ok(());
+        }
+        let mut batch = WriteBatch::new();
+        let c = own.put_into(&mut batch);
+        self.kv.write(batch, Durability::Lazy)?;
+        self.written(c);
         Ok(())
+    }
+
+    /// Where the next appends go: the shared pending chunk (`own`
+    /// `None`), or `own`, the records of one transaction that its commit
+    /// writes in its own batch ([`OwnRecords`]). Sequence numbers come
+    /// from the log either way.
+    pub fn to<'a>(&'a mut self, own: Option<&'a mut OwnRecords>) -> Appender<'a> {
+        Appender { log: self, own }
     }
 
     /// Puts into `batch` the floor `seq` (every record below it is
@@ -568,9 +605,22 @@ impl OpLog {
         self.values_bytes = self.values.iter().map(|v| v.bytes).sum();
         self.unreleased = 0;
     }
+}
 
-    /// Appends the record of `parts` as the next seq, writing the pending
-    /// chunk once it passes [`CHUNK`] bytes; returns its seq.
+/// Appends to an [`OpLog`] ([`OpLog::to`]): to its shared pending
+/// chunk, or to one transaction's own records.
+pub struct Appender<'a> {
+    log: &'a mut OpLog,
+    own: Option<&'a mut OwnRecords>,
+}
+
+impl Appender<'_> {
+    /// Appends the record of `parts` as the log's next seq and returns
+    /// it: to the shared pending chunk, written once it passes [`CHUNK`]
+    /// bytes, or to the transaction's own records. A transaction's first
+    /// own record writes the shared pending records first, so that every
+    /// earlier record of its keys precedes its own in the journal (its
+    /// key locks keep later ones of those keys after its commit).
     fn append_record(
         &mut self,
         target: (u16, u64, &[u8]),
@@ -578,17 +628,30 @@ impl OpLog {
         tail: (usize, impl FnOnce(&mut Vec<u8>)),
     ) -> Result<u64> {
         check_key(target.2)?;
-        let seq = self.next;
-        // The chunk's buffer is sized once for a whole chunk (it is handed
-        // to the `Kv` when full), not grown by doublings.
-        if self.pending.capacity() == 0 {
-            self.pending.reserve_exact(CHUNK + 4096);
-        }
-        encode_into(&mut self.pending, seq, target, kind_word, tail);
-        self.pending_last = seq;
-        self.next += 1;
-        if self.pending.len() >= CHUNK {
-            self.flush()?;
+        let log = &mut *self.log;
+        let seq = log.next;
+        match self.own.as_deref_mut() {
+            Some(own) => {
+                if own.is_empty() {
+                    log.flush()?;
+                }
+                encode_into(&mut own.chunk, seq, target, kind_word, tail);
+                own.last = seq;
+                log.next += 1;
+            }
+            None => {
+                // The chunk's buffer is sized once for a whole chunk (it
+                // is handed to the `Kv` when full), not grown by doublings.
+                if log.pending.capacity() == 0 {
+                    log.pending.reserve_exact(CHUNK + 4096);
+                }
+                encode_into(&mut log.pending, seq, target, kind_word, tail);
+                log.pending_last = seq;
+                log.next += 1;
+                if log.pending.len() >= CHUNK {
+                    log.flush()?;
+                }
+            }
         }
         Ok(seq)
     }
@@ -617,7 +680,7 @@ impl OpLog {
     /// its sequence number.
     ///
     /// # Errors
-    /// As [`OpLog::append`]; `Corrupt` too for more than [`MAX_BITS`]
+    /// As [`Appender::append`]; `Corrupt` too for more than [`MAX_BITS`]
     /// offsets (nothing is appended then).
     pub fn append_bits(
         &mut self,
@@ -647,7 +710,7 @@ impl OpLog {
     /// its sequence number.
     ///
     /// # Errors
-    /// As [`OpLog::append`]; `Corrupt` too when `end < start` (nothing is
+    /// As [`Appender::append`]; `Corrupt` too when `end < start` (nothing is
     /// appended then).
     pub fn append_range(
         &mut self,
@@ -679,7 +742,7 @@ impl OpLog {
     /// path. Returns its sequence number.
     ///
     /// # Errors
-    /// As [`OpLog::append`]; `Corrupt` too when the containers take over
+    /// As [`Appender::append`]; `Corrupt` too when the containers take over
     /// [`MAX_VALUE`] bytes so laid out, or `pad` is past a container's
     /// end (nothing is appended then).
     pub fn append_value(
@@ -700,7 +763,8 @@ impl OpLog {
         if body > MAX_VALUE {
             return Err(StoreError::corrupt("operation log: value too long"));
         }
-        let seq = self.next;
+        let log = &mut *self.log;
+        let seq = log.next;
         let value = HeldValue {
             db,
             key: key.to_vec(),
@@ -710,19 +774,86 @@ impl OpLog {
             pad,
             bytes: 4 + FIXED + key.len() + body,
         };
-        self.values_bytes += value.bytes;
-        match self.values.iter_mut().find(|v| v.db == db && v.key == key) {
+        if let Some(own) = self.own.as_deref_mut() {
+            if own.is_empty() {
+                log.flush()?;
+            }
+            // Its own entry, after the records before it.
+            if !own.chunk.is_empty() {
+                let chunk = std::mem::take(&mut own.chunk);
+                own.entries.push((own.last, chunk));
+            }
+            own.entries.push((seq, value.encode()));
+            own.last = seq;
+            log.next += 1;
+            return Ok(seq);
+        }
+        log.values_bytes += value.bytes;
+        match log.values.iter_mut().find(|v| v.db == db && v.key == key) {
             Some(held) => {
-                self.values_bytes -= held.bytes;
+                log.values_bytes -= held.bytes;
                 *held = value;
             }
-            None => self.values.push(value),
+            None => log.values.push(value),
         }
-        self.next += 1;
-        if self.values_bytes >= MAX_HELD || self.values.len() >= MAX_HELD_VALUES {
-            self.flush()?;
+        log.next += 1;
+        if log.values_bytes >= MAX_HELD || log.values.len() >= MAX_HELD_VALUES {
+            log.flush()?;
         }
         Ok(seq)
+    }
+}
+
+/// The records of one transaction (an EXEC), kept apart from the shared
+/// chunk until its commit puts them into its own batch
+/// ([`OwnRecords::put_into`]): the journal then keeps all of them with
+/// the transaction's other writes, or none. Their sequence numbers are
+/// the log's, taken as they are appended, so other records may fall
+/// between them; a replay reads the chunks in key order, which keeps
+/// each key's records in order (see [`Appender::append_record`]).
+#[derive(Default)]
+pub struct OwnRecords {
+    /// Records after the last entry of `entries`, the last one `last`.
+    chunk: Vec<u8>,
+    last: u64,
+    /// Finished entries (key seq, value): a chunk cut before a value
+    /// record, and value records, each under its last record's seq.
+    entries: Vec<(u64, Vec<u8>)>,
+}
+
+/// Chunks a batch holds ([`OwnRecords::put_into`], a flush), for
+/// [`OpLog::written`] once the batch is written.
+#[must_use]
+pub struct LogChunks {
+    keys: Vec<u64>,
+    bytes: u64,
+}
+
+impl OwnRecords {
+    /// True when nothing was appended.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.chunk.is_empty() && self.entries.is_empty()
+    }
+
+    /// Puts the records into `batch`, each entry under the seq of its last
+    /// record; hand the result to [`OpLog::written`] once `batch` is
+    /// written.
+    pub fn put_into(self, batch: &mut WriteBatch) -> LogChunks {
+        let mut entries = self.entries;
+        if !self.chunk.is_empty() {
+            entries.push((self.last, self.chunk));
+        }
+        let mut c = LogChunks {
+            keys: Vec::with_capacity(entries.len()),
+            bytes: 0,
+        };
+        for (seq, v) in entries {
+            c.bytes += v.len() as u64;
+            c.keys.push(seq);
+            batch.put(Space::Log, log_key(seq), v);
+        }
+        c
     }
 }
 
@@ -826,13 +957,12 @@ mod tests {
 
     /// Appends `o` through the log's own calls; its seq must be `o.seq`.
     fn append(log: &mut OpLog, o: &Op) {
+        let mut to = log.to(None);
         let seq = match &o.change {
-            Change::Bit { offset, set } => log.append(o.db, o.version, &o.key, *offset, *set),
-            Change::Bits { offsets, set } => {
-                log.append_bits(o.db, o.version, &o.key, offsets, *set)
-            }
+            Change::Bit { offset, set } => to.append(o.db, o.version, &o.key, *offset, *set),
+            Change::Bits { offsets, set } => to.append_bits(o.db, o.version, &o.key, offsets, *set),
             Change::Range { start, end, flip } => {
-                log.append_range(o.db, o.version, &o.key, (*start, *end), *flip)
+                to.append_range(o.db, o.version, &o.key, (*start, *end), *flip)
             }
             Change::Value(v) => {
                 let blocks: Vec<(u16, Arc<[u8]>)> = decode_blocks(v)
@@ -840,7 +970,7 @@ mod tests {
                     .into_iter()
                     .map(|(hi, b)| (hi, Arc::from(b)))
                     .collect();
-                log.append_value(o.db, o.version, &o.key, blocks.into(), 0)
+                to.append_value(o.db, o.version, &o.key, blocks.into(), 0)
             }
         };
         assert_eq!(seq.unwrap(), o.seq);
@@ -943,7 +1073,7 @@ mod tests {
         // A full chunk is written at once.
         let mut n = 0;
         loop {
-            log.append(0, 1, &[7; 1000], n, true).unwrap();
+            log.to(None).append(0, 1, &[7; 1000], n, true).unwrap();
             n += 1;
             if log.pending.is_empty() {
                 break;
@@ -952,7 +1082,7 @@ mod tests {
         assert_eq!(n as usize, CHUNK.div_ceil(4 + FIXED + 1000));
         assert!(!log.wants_release());
         while !log.wants_release() {
-            log.append(0, 1, &[7; 1000], n, true).unwrap();
+            log.to(None).append(0, 1, &[7; 1000], n, true).unwrap();
             n += 1;
         }
         // Every record released: the next append starts at the floor.
@@ -973,7 +1103,8 @@ mod tests {
         let kv: Arc<dyn Kv> = Arc::new(MemKv::new(None));
         let mut log = OpLog::open(Arc::clone(&kv)).unwrap();
         let big: Arc<[u8]> = vec![7u8; MAX_VALUE - 6].into();
-        log.append_value(0, 9, b"k", vec![(3, big)].into(), 0)
+        log.to(None)
+            .append_value(0, 9, b"k", vec![(3, big)].into(), 0)
             .unwrap();
         log.flush().unwrap();
         let got = all(&*kv);
@@ -991,10 +1122,12 @@ mod tests {
         let mut log = OpLog::open(Arc::clone(&kv)).unwrap();
         let value = |log: &mut OpLog, key: &[u8], byte: u8| {
             let c: Arc<[u8]> = vec![byte; 10].into();
-            log.append_value(0, 5, key, vec![(1, c)].into(), 0).unwrap()
+            log.to(None)
+                .append_value(0, 5, key, vec![(1, c)].into(), 0)
+                .unwrap()
         };
         assert_eq!(value(&mut log, b"k", 1), 1);
-        assert_eq!(log.append(0, 5, b"k", 3, true).unwrap(), 2);
+        assert_eq!(log.to(None).append(0, 5, b"k", 3, true).unwrap(), 2);
         assert_eq!(value(&mut log, b"k", 2), 3);
         assert_eq!(value(&mut log, b"j", 3), 4);
         assert!(all(&*kv).is_empty(), "held until a flush");
@@ -1078,15 +1211,21 @@ mod tests {
         // What an append refuses, it does not write.
         let kv: Arc<dyn Kv> = Arc::new(MemKv::new(None));
         let mut log = OpLog::open(Arc::clone(&kv)).unwrap();
-        assert!(log.append(0, 1, &vec![0; MAX_KEY + 1], 0, true).is_err());
         assert!(log
+            .to(None)
+            .append(0, 1, &vec![0; MAX_KEY + 1], 0, true)
+            .is_err());
+        assert!(log
+            .to(None)
             .append_bits(0, 1, b"k", &[0; MAX_BITS + 1], true)
             .is_err());
-        assert!(log.append_range(0, 1, b"k", (5, 4), true).is_err());
+        assert!(log.to(None).append_range(0, 1, b"k", (5, 4), true).is_err());
         assert!(log
+            .to(None)
             .append_value(0, 1, b"k", vec![(0, vec![0; MAX_VALUE].into())].into(), 0)
             .is_err());
         assert!(log
+            .to(None)
             .append_value(0, 1, b"k", vec![(0, vec![0; 3].into())].into(), 4)
             .is_err());
         assert_eq!(log.next_seq(), 1);

@@ -7,7 +7,9 @@
 //! and [`Txn::absorb_key`](crate::txn::Txn::absorb_key) for a key it
 //! locks on demand. Contract: a `Txn` dropped without commit leaves nothing
 //! of this state behind (the container cache and the dirty map change only
-//! in `finish`, after the batch is written).
+//! in `finish`, after the batch is written; the write-back tier's edits,
+//! which a `Txn` keeping dirty keys makes at once, stay logged: see
+//! [`BitmapTxnState::abandon`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use crate::kv::{Durability, Space, WriteBatch};
 use crate::store::Inner;
 
 use super::container_cache::{Pending, Prepared};
+use super::oplog::{LogChunks, OwnRecords};
 
 /// A bitmap container as a `Txn` left it ([`BitmapTxnState::written`]).
 #[derive(Debug)]
@@ -58,9 +61,13 @@ pub(crate) struct BitmapTxnState {
     pub(super) absorbed: Vec<(Vec<u8>, u64)>,
     /// Meta-space entries outside any key's meta (the `wb` entries).
     pub(super) internal_puts: Vec<Vec<u8>>,
-    /// The write-back tier logged an edit of this `Txn`: the commit syncs
-    /// the log under `always`.
+    /// The write-back tier logged an edit of this `Txn` to the shared
+    /// log: the commit syncs the log under `always`.
     pub(super) oplog_appended: bool,
+    /// Begun by [`Store::begin_exec`]: the tier's records of this `Txn`,
+    /// which its commit writes in its own batch (all or none of an EXEC
+    /// survives a crash).
+    pub(super) own: Option<OwnRecords>,
     /// Expire times set on dirty keys without absorbing them
     /// ([`Txn::bm_expire_dirty`](crate::txn::Txn)), one per key.
     pub(super) expiries: Vec<DirtyExpiry>,
@@ -91,6 +98,8 @@ pub(crate) struct BitmapCommit {
     absorbed: Vec<(Vec<u8>, u64)>,
     /// Dirty keys' new expire times, by meta key.
     expiries: Vec<(Vec<u8>, u64)>,
+    /// The `Txn`'s own log records, in the batch.
+    own: Option<LogChunks>,
 }
 
 impl BitmapTxnState {
@@ -98,6 +107,32 @@ impl BitmapTxnState {
     /// TR.SETBIT may go to the write-back tier.
     pub(crate) fn keep_dirty(&mut self) {
         self.keep_dirty = true;
+    }
+
+    /// For [`Store::begin_exec`]: the tier's records go to the `Txn`'s
+    /// own batch.
+    pub(crate) fn own_records(&mut self) {
+        self.own = Some(OwnRecords::default());
+    }
+
+    /// Notes a record of the tier appended for this `Txn`.
+    pub(super) fn logged(&mut self) {
+        // Own records are synced with the commit's batch.
+        if self.own.is_none() {
+            self.oplog_appended = true;
+        }
+    }
+
+    /// When the `Txn` is dropped without its commit: its own records are
+    /// written as a batch of their own, since the dirty map already holds
+    /// their edits (a panic isolated by the server; errors are ignored,
+    /// as the `Kv` that refuses them refuses every later write).
+    pub(crate) fn abandon(&mut self, inner: &Inner) {
+        if let Some(own) = self.own.take().filter(|o| !o.is_empty()) {
+            if let Some(log) = inner.dirty.log.lock().as_mut() {
+                let _ = log.write_own(own);
+            }
+        }
     }
 
     /// For [`Store::begin_keeping`]: `mk` (a meta key), a TR.BITOP
@@ -193,6 +228,11 @@ impl BitmapTxnState {
         for k in std::mem::take(&mut self.internal_puts) {
             batch.put(Space::Meta, k, Vec::new());
         }
+        let own = self
+            .own
+            .take()
+            .filter(|o| !o.is_empty())
+            .map(|o| o.put_into(batch));
         // tr-cache hook: new bytes for cached containers, applied after the write.
         let cc = inner
             .ccache
@@ -204,6 +244,7 @@ impl BitmapTxnState {
                 .into_iter()
                 .map(|e| (e.mk, e.new))
                 .collect(),
+            own,
         }
     }
 
@@ -221,6 +262,11 @@ impl BitmapCommit {
     /// (unless edited again since).
     pub(crate) fn finish(self, inner: &Inner) {
         self.cc.apply(&inner.ccache); // tr-cache hook
+        if let Some(c) = self.own {
+            if let Some(log) = inner.dirty.log.lock().as_mut() {
+                log.written(c);
+            }
+        }
         for (mk, seq) in self.absorbed {
             inner.dirty.remove_if(&mk, seq);
         }

@@ -144,7 +144,9 @@ impl Txn {
                 let Some(log) = log.as_mut() else {
                     return Ok(None);
                 };
-                let seq = log.append(db, meta.version, key, off, value)?;
+                let seq = log
+                    .to(self.bm.own.as_mut())
+                    .append(db, meta.version, key, off, value)?;
                 let edit = |b: &mut [u8]| {
                     let (pad, c) = b.split_at_mut(PAD);
                     let done = roaringd_bitmap::flip_bitset_in_place(c, lo, value);
@@ -171,7 +173,7 @@ impl Txn {
                     dirty.record(&mk, meta, hi, block, seq);
                 }
             }
-            self.bm.oplog_appended = true;
+            self.bm.logged();
             self.touch(db, key);
             return Ok(Some(prev));
         }
@@ -220,12 +222,13 @@ impl Txn {
     }
 
     /// Offers an edit of `key` to the write-back tier when this `Txn` was
-    /// begun with `Store::begin_keep_dirty`: `take` is the tier's path
-    /// (`Some` when it took the edit), tried while this `Txn` has neither
-    /// written nor absorbed `key` and the tier is on. Writes of other keys
-    /// do not matter: such a `Txn` is one command or a pipeline group,
-    /// which Redis does not apply atomically either (an EXEC begins with
-    /// `Store::begin`). When the tier does not take it, the key is
+    /// begun with `Store::begin_keep_dirty` or `Store::begin_exec`: `take`
+    /// is the tier's path (`Some` when it took the edit), tried while this
+    /// `Txn` has neither written nor absorbed `key` and the tier is on.
+    /// Writes of other keys do not matter: in a pipeline group, which
+    /// Redis does not apply atomically either, the tier's record reaches
+    /// the log apart from them; in an EXEC it goes into the commit's batch
+    /// with them. When the tier does not take it, the key is
     /// absorbed, so the ordinary path the caller then takes edits a clean
     /// key (written on top of a dirty one, the edit would be hidden by its
     /// dirty state and then undone by its absorb). `None` for a `Txn` that
@@ -269,7 +272,7 @@ impl Txn {
             toggles,
             room,
         }: DirtyBlocks,
-        append: impl FnOnce(&mut oplog::OpLog) -> Result<u64>,
+        append: impl FnOnce(&mut oplog::Appender<'_>) -> Result<u64>,
     ) -> Result<bool> {
         let dirty = &self.inner.dirty;
         if !dirty.has_room(room) {
@@ -285,11 +288,10 @@ impl Txn {
             let Some(log) = log.as_mut() else {
                 return Ok(false);
             };
-            let seq = append(log)?;
+            let seq = append(&mut log.to(self.bm.own.as_mut()))?;
             dirty.record_many(&mk, meta, (blocks, &toggles), seq);
         }
-        // Synced by the commit under `always`, off the I/O threads.
-        self.bm.oplog_appended = true;
+        self.bm.logged();
         // Watchers of the key see the write.
         self.touch(db, key);
         Ok(true)
@@ -808,10 +810,16 @@ impl Txn {
             let Some(log) = log.as_mut() else {
                 return Ok(Some(blocks.to_vec()));
             };
-            let seq = log.append_value(db, version, dest, Arc::clone(&blocks), PAD)?;
+            let seq = log.to(self.bm.own.as_mut()).append_value(
+                db,
+                version,
+                dest,
+                Arc::clone(&blocks),
+                PAD,
+            )?;
             dirty.record_value(&mk, meta, blocks, seq);
         }
-        self.bm.oplog_appended = true;
+        self.bm.logged();
         self.touch(db, dest);
         Ok(None)
     }
