@@ -9,7 +9,7 @@ these cases is measured by a benchmark, not tested."""
 
 import pytest
 
-from resp_client import Err, RespClient, Status
+from resp_client import NIL_ARRAY, Err, RespClient, Status
 
 pytestmark = pytest.mark.roaringd_only
 
@@ -197,6 +197,39 @@ def test_panic_inside_exec_applies_the_other_commands(hostile_server):
     assert isinstance(res[1], Err) and isinstance(res[3], Err)
     assert res[2] == 2
     assert c.call("MGET", "x", "y") == [b"2", None]
+    c.close()
+
+
+@pytest.mark.parametrize("form", ["pipeline", "exec"])
+def test_a_panic_after_tier_edits_applies_each_edit_once(hostile_server, form):
+    """The write-back tier applies an edit to its dirty map as the command
+    runs, where no dropped transaction can take it back: a panic after
+    write in the same pipeline group or EXEC must not run the edits
+    before it again (a TR.FLIPRANGE twice undoes itself), and the edit
+    still counts as a write for a client that WATCHes the key."""
+    c = hostile_server.client()
+    c.call("DEL", "fl")
+    assert c.call("TR.SETRANGE", "fl", "0", "2999") == 3000
+    assert c.call("TR.GETBIT", "fl", "1") == 1  # the key is written back, then edited in place
+    cmds = [("TR.FLIPRANGE", "fl", "10", "19"), ("DEBUG", "PANIC-AFTER-WRITE", "px"), ("TR.SETBIT", "fl", "100", "0"),
+            ("TR.FLIPRANGE", "fl", "30", "39"), ("TR.GETBIT", "fl", "10")]
+    if form == "exec":
+        replies = c.pipeline([("MULTI",)] + cmds + [("EXEC",)])[-1]
+    else:
+        replies = c.pipeline(cmds)
+    assert replies[0] == 2990 and isinstance(replies[1], Err) and replies[2] == 1, replies
+    assert replies[3] == 2979 and replies[4] == 0, replies
+    assert c.call("TR.BITCOUNT", "fl") == 2979
+    assert c.call("TR.GETBITS", "fl", "10", "19", "30", "39", "100", "5") == [0, 0, 0, 0, 0, 1]
+    assert c.call("EXISTS", "px") == 0
+    # the edit kept from the dropped attempt counts as a write of the key
+    watcher = hostile_server.client()
+    assert watcher.call("WATCH", "fl") == Status(b"OK")
+    cmds = [("TR.SETBIT", "fl", "5", "0"), ("DEBUG", "PANIC-AFTER-WRITE", "px")]
+    replies = c.pipeline([("MULTI",)] + cmds + [("EXEC",)])[-1] if form == "exec" else c.pipeline(cmds)
+    assert replies[0] == 1 and isinstance(replies[1], Err), replies
+    assert watcher.pipeline([("MULTI",), ("GET", "x"), ("EXEC",)])[-1] is NIL_ARRAY
+    watcher.close()
     c.close()
 
 

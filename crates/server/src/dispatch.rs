@@ -11,7 +11,7 @@ use std::time::Instant;
 use roaringd_resp::{Args, ReplyEncoder};
 
 use crate::client::Client;
-use crate::command_table::{CommandTable, Entry, Flag};
+use crate::command_table::{CommandSpec, CommandTable, Entry, Flag};
 use crate::ctx::Ctx;
 use crate::error::CommandError;
 use crate::reply::Reply;
@@ -448,37 +448,89 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 }
 
 /// Runs a list of commands as one atomic unit that a panic in one of them
-/// does not take down: `attempt(skipped)` begins a transaction, runs every
-/// command whose index is not in `skipped` (replying each skipped one with
-/// its error) and commits. When command `i` panics after writing to the
+/// does not take down: `attempt(settled)` begins a transaction, runs every
+/// command that `settled` does not settle ([`Settled::replay`] answers
+/// those) and commits. When command `i` panics after writing to the
 /// transaction ([`CommandError::Panicked`] with `wrote`), `attempt` drops
-/// the transaction (nothing of it applies) and returns `Err((i, error))`;
-/// the list is then run again without `i`. So the other commands keep
-/// their effects and replies and the failed one applies nothing.
+/// the transaction and returns what it settled
+/// ([`Settled::note`]): `i` with its error, and each command before it
+/// whose edit the write-back tier took, with its reply (the tier applies
+/// an edit to its dirty map as the command runs, which a dropped
+/// transaction does not take back). The list then runs again without
+/// them. So every other command applies once and keeps its reply, and
+/// the failed one applies nothing (unless the tier took an edit of its
+/// own before it panicked).
 ///
 /// Returns what the first attempt that ends returns. At most one attempt
-/// more than there are commands runs, since each failed attempt adds an
-/// index that later attempts skip. A command that ran before the panic
-/// runs again in the next attempt (its stats count twice).
-pub fn run_skipping_panicked<T>(
-    mut attempt: impl FnMut(&[(usize, CommandError)]) -> Result<T, (usize, CommandError)>,
-) -> T {
-    let mut skipped: Vec<(usize, CommandError)> = Vec::new();
+/// more than there are commands runs, since each failed attempt settles
+/// an index that later attempts skip. A command that ran before the panic
+/// outside the tier runs again in the next attempt (its stats count
+/// twice).
+pub fn run_skipping_panicked<T>(mut attempt: impl FnMut(&Settled) -> Result<T, Settled>) -> T {
+    let mut settled = Settled::default();
     loop {
-        match attempt(&skipped) {
+        match attempt(&settled) {
             Ok(t) => return t,
-            Err(failed) => {
-                debug_assert!(skipped.iter().all(|(i, _)| *i != failed.0));
-                skipped.push(failed);
+            Err(more) => {
+                debug_assert!(more.0.iter().all(|(i, _)| settled.get(*i).is_none()));
+                settled.0.extend(more.0);
             }
         }
     }
 }
 
-/// The error of command `i` when `skipped` (see [`run_skipping_panicked`])
-/// names it.
-pub fn skipped_error(skipped: &[(usize, CommandError)], i: usize) -> Option<&CommandError> {
-    skipped.iter().find(|(j, _)| *j == i).map(|(_, e)| e)
+/// The commands of a group that earlier attempts settled, by index
+/// ([`run_skipping_panicked`]): a command that panicked after writing
+/// (its error), or one whose edit the write-back tier took (its reply).
+#[derive(Default, Debug)]
+pub struct Settled(Vec<(usize, Result<Reply, CommandError>)>);
+
+impl Settled {
+    /// Command `i`'s settled outcome, if any.
+    pub fn get(&self, i: usize) -> Option<&Result<Reply, CommandError>> {
+        self.0.iter().find(|(j, _)| *j == i).map(|(_, r)| r)
+    }
+
+    /// For command `i` of a new attempt (arguments `args`, in database
+    /// `db`): its reply when it is settled, else `None` (run it). A
+    /// settled edit of the tier is not run again: its keys are marked
+    /// modified in `txn` (`Txn::keep_tier_edit`), so that the commit
+    /// tells WATCHers and syncs the log under `always` as the dropped
+    /// attempt would have. `idx`: scratch for key positions.
+    pub fn replay(
+        &self,
+        i: usize,
+        txn: Option<&mut roaringd_store::Txn>,
+        (db, spec, args): (u16, &CommandSpec, &Args<'_>),
+        idx: &mut Vec<usize>,
+    ) -> Option<Reply> {
+        match self.get(i)? {
+            Err(e) => Some(Reply::Error(e.clone())),
+            Ok(r) => {
+                if let Some(txn) = txn {
+                    idx.clear();
+                    spec.keys.extract(args, idx);
+                    for &k in idx.iter() {
+                        txn.keep_tier_edit(db, args.get(k).unwrap_or_default());
+                    }
+                }
+                Some(r.clone())
+            }
+        }
+    }
+
+    /// Notes the outcome `r` of command `i` in an attempt, which settles
+    /// it when the tier took an edit of it (`tier_took`: its count of
+    /// tier edits, `Txn::tier_edits`, moved) or it panicked after writing.
+    /// Returns true for the latter: the attempt then ends, returning
+    /// `self`.
+    pub fn note(&mut self, i: usize, r: &Result<Reply, CommandError>, tier_took: bool) -> bool {
+        let panicked = panicked_after_write(r);
+        if panicked || tier_took {
+            self.0.push((i, r.clone()));
+        }
+        panicked
+    }
 }
 
 /// True for the error of a command that panicked after writing to its
@@ -524,33 +576,51 @@ mod tests {
 
     #[test]
     fn run_skipping_panicked_reruns_without_each_failed_command() {
-        // Commands 1 and 3 of 5 panic after writing; each attempt runs the
-        // list from the start and skips the ones that failed before.
+        // Commands 1 and 3 of 5 panic after writing, and the tier takes
+        // command 2's edit; each attempt runs the list from the start and
+        // skips what the ones before settled: the failed commands, and
+        // command 2 once an attempt that ran it failed.
         let mut attempts = Vec::new();
-        let out = run_skipping_panicked(|skipped| {
-            attempts.push(skipped.iter().map(|(i, _)| *i).collect::<Vec<_>>());
+        let mut runs = [0; 5];
+        let out = run_skipping_panicked(|settled| {
+            attempts.push(
+                (0..5)
+                    .filter(|&i| settled.get(i).is_some())
+                    .collect::<Vec<_>>(),
+            );
             let mut ran = Vec::new();
-            for i in 0..5 {
-                if let Some(e) = skipped_error(skipped, i) {
-                    ran.push(e.to_string());
+            let mut now = Settled::default();
+            for (i, n) in runs.iter_mut().enumerate() {
+                if let Some(r) = settled.get(i) {
+                    ran.push(
+                        r.clone()
+                            .map_or_else(|e| e.to_string(), |r| format!("{r:?}")),
+                    );
                     continue;
                 }
-                if i == 1 || i == 3 {
-                    return Err((i, panicked(if i == 1 { "one" } else { "three" })));
+                *n += 1;
+                let r = match i {
+                    1 => Err(panicked("one")),
+                    3 => Err(panicked("three")),
+                    _ => Ok(Reply::Integer(i as i64)),
+                };
+                if now.note(i, &r, i == 2) {
+                    return Err(now);
                 }
-                ran.push(i.to_string());
+                ran.push(r.map_or_else(|e| e.to_string(), |r| format!("{r:?}")));
             }
             Ok(ran)
         });
-        assert_eq!(attempts, vec![vec![], vec![1], vec![1, 3]]);
+        assert_eq!(attempts, vec![vec![], vec![1], vec![1, 2, 3]]);
+        assert_eq!(runs, [3, 1, 1, 1, 1], "command 2 runs once");
         assert_eq!(
             out,
             vec![
-                "0",
+                "Integer(0)",
                 "ERR internal error while running 'one'",
-                "2",
+                "Integer(2)",
                 "ERR internal error while running 'three'",
-                "4"
+                "Integer(4)"
             ]
         );
     }

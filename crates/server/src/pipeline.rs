@@ -159,7 +159,7 @@ impl Batch {
             .iter()
             .any(|&(e, a, b)| e.spec.is_long(&Args::new(buf, &spans[a..b])));
         let last_write = cmds.iter().rposition(|&(e, _, _)| e.spec.has(Flag::Write));
-        dispatch::run_skipping_panicked(|skipped| {
+        dispatch::run_skipping_panicked(|settled| {
             // Dirty keys stay dirty for the tier's commands; a command that
             // needs more of a key writes its dirty state into the group's
             // `Txn` first (`dispatch::absorb_unless_kept`).
@@ -174,24 +174,28 @@ impl Batch {
             dispatch::run_blocking_if(long, || {
                 let mut any_write = false;
                 replies.clear();
+                let mut now = dispatch::Settled::default();
                 // One clock read per command: each command ends where the next starts.
                 let mut start = Instant::now();
                 for (i, &(entry, a, b)) in cmds.iter().enumerate() {
-                    if let Some(e) = dispatch::skipped_error(skipped, i) {
-                        replies.push(Reply::Error(e.clone()));
+                    let args = Args::new(buf, &spans[a..b]);
+                    let cmd = (db, entry.spec, &args);
+                    if let Some(r) = settled.replay(i, Some(&mut txn), cmd, idx) {
+                        any_write |= entry.spec.has(Flag::Write);
+                        replies.push(r);
                         continue;
                     }
-                    let args = Args::new(buf, &spans[a..b]);
                     dispatch::absorb_unless_kept(&mut txn, db, entry.spec, &args, idx);
                     any_write |= entry.spec.has(Flag::Write);
                     let may_stream = last_write.is_none_or(|w| i > w);
+                    let edits = txn.tier_edits();
                     let r = dispatch::call(server, client, entry, args, Some(&mut txn), may_stream);
                     let end = Instant::now();
                     let usec = end.duration_since(start).as_micros() as u64;
                     start = end;
                     dispatch::account(server, client, entry, &args, usec, r.is_err());
-                    if dispatch::panicked_after_write(&r) {
-                        return Err((i, r.unwrap_err()));
+                    if now.note(i, &r, txn.tier_edits() != edits) {
+                        return Err(now);
                     }
                     replies.push(r.unwrap_or_else(Reply::Error));
                 }

@@ -211,7 +211,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
     let mut first_txn = Some(txn);
     client.in_exec = true;
     let result = dispatch::run_blocking_if(long, || {
-        dispatch::run_skipping_panicked(|skipped| {
+        dispatch::run_skipping_panicked(|settled| {
             let mut txn = match first_txn.take() {
                 Some(t) => t,
                 None => {
@@ -220,17 +220,20 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                 }
             };
             let mut replies = Vec::with_capacity(multi.queued.len());
+            let mut now = dispatch::Settled::default();
             // Each command's time runs from the end of the one before it
             // (one clock read per command, not two; the checks between
             // two commands count towards the second).
             let mut last_end = Instant::now();
             for (i, q) in multi.queued.iter().enumerate() {
-                if let Some(e) = dispatch::skipped_error(skipped, i) {
-                    replies.push(Reply::Error(e.clone()));
-                    continue;
-                }
                 let spec = q.entry.spec;
                 let args = q.args();
+                let data = spec.has(Flag::Write) || spec.has(Flag::Readonly);
+                let cmd = (client.db, spec, &args);
+                if let Some(r) = settled.replay(i, txn.as_mut().filter(|_| data), cmd, &mut idx) {
+                    replies.push(r);
+                    continue;
+                }
                 // The user's rules may have changed since the command was queued.
                 if let Err(d) = client.user.check(q.entry, &args) {
                     crate::acl::log_denial(server, client, q.entry, &args, d, Some("exec"));
@@ -239,22 +242,21 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                     replies.push(Reply::Error(e));
                     continue;
                 }
-                let mut t = if spec.has(Flag::Write) || spec.has(Flag::Readonly) {
-                    txn.as_mut()
-                } else {
-                    None
-                };
+                let mut t = if data { txn.as_mut() } else { None };
                 if let Some(t) = t.as_deref_mut() {
                     dispatch::absorb_unless_kept(t, client.db, spec, &args, &mut idx);
                 }
+                let edits = t.as_deref().map(roaringd_store::Txn::tier_edits);
                 // No streamed reply: a later queued command may write the key.
                 let r = dispatch::call(server, client, q.entry, args, t, false);
                 let end = Instant::now();
                 let usec = end.duration_since(last_end).as_micros() as u64;
                 last_end = end;
                 dispatch::account(server, client, q.entry, &args, usec, r.is_err());
-                if dispatch::panicked_after_write(&r) {
-                    return Err((i, r.unwrap_err()));
+                let tier_took =
+                    txn.as_ref().map(roaringd_store::Txn::tier_edits) != edits && edits.is_some();
+                if now.note(i, &r, tier_took) {
+                    return Err(now);
                 }
                 if let Err(e) = &r {
                     dispatch::record_error(server, e);

@@ -64,6 +64,8 @@ pub(crate) struct BitmapTxnState {
     /// The write-back tier logged an edit of this `Txn` to the shared
     /// log: the commit syncs the log under `always`.
     pub(super) oplog_appended: bool,
+    /// Edits the write-back tier took for this `Txn` ([`Txn::tier_edits`]).
+    pub(super) tier_edits: u64,
     /// Begun by [`Store::begin_exec`]: the tier's records of this `Txn`,
     /// which its commit writes in its own batch (all or none of an EXEC
     /// survives a crash).
@@ -117,6 +119,7 @@ impl BitmapTxnState {
 
     /// Notes a record of the tier appended for this `Txn`.
     pub(super) fn logged(&mut self) {
+        self.tier_edits += 1;
         // Own records are synced with the commit's batch.
         if self.own.is_none() {
             self.oplog_appended = true;

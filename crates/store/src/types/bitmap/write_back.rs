@@ -537,6 +537,25 @@ impl Txn {
         }
     }
 
+    /// How many edits the write-back tier took for this `Txn` so far:
+    /// each is in the dirty map at once, where dropping the `Txn` does not
+    /// take it back (a caller that drops it after a panic must not run
+    /// the command again, [`Txn::keep_tier_edit`]).
+    #[must_use]
+    pub fn tier_edits(&self) -> u64 {
+        self.bm.tier_edits
+    }
+
+    /// For a tier edit of `(db, key)` that a dropped `Txn` made (see
+    /// [`Txn::tier_edits`]), in the one that runs its command's group
+    /// again without it: marks the key modified, so that the commit
+    /// reports it (WATCH), and syncs the log under `always`, as the
+    /// dropped `Txn`'s commit would have.
+    pub fn keep_tier_edit(&mut self, db: u16, key: &[u8]) {
+        self.bm.oplog_appended = true;
+        self.touch(db, key);
+    }
+
     /// True when the write-back tier holds any dirty key (one atomic
     /// load): else [`Txn::absorb_key`] has nothing to do.
     #[must_use]
