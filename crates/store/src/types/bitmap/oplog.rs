@@ -77,7 +77,7 @@ const KIND_CLEAR_BITS: u8 = 3;
 /// The kind byte of a record setting a range; the next one flips it.
 const KIND_SET_RANGE: u8 = 5;
 
-/// Most offsets one record of listed bits carries ([`OpLog::append_bits`]):
+/// Most offsets one record of listed bits carries ([`Appender::append_bits`]):
 /// a longer TR.SETBITS is not the tier's to take.
 pub const MAX_BITS: usize = 4096;
 
@@ -572,7 +572,10 @@ impl OpLog {
     /// Where the next appends go: the shared pending chunk (`own`
     /// `None`), or `own`, the records of one transaction that its commit
     /// writes in its own batch ([`OwnRecords`]). Sequence numbers come
-    /// from the log either way.
+    /// from the log either way. A transaction's first own record writes
+    /// the shared pending records out first, so that every earlier record
+    /// of its keys is in a chunk whose key is below its own chunk's (its
+    /// key locks keep later records of those keys after its commit).
     pub fn to<'a>(&'a mut self, own: Option<&'a mut OwnRecords>) -> Appender<'a> {
         Appender { log: self, own }
     }
@@ -810,7 +813,7 @@ impl Appender<'_> {
 /// the transaction's other writes, or none. Their sequence numbers are
 /// the log's, taken as they are appended, so other records may fall
 /// between them; a replay reads the chunks in key order, which keeps
-/// each key's records in order (see [`Appender::append_record`]).
+/// each key's records in order (see [`OpLog::to`]).
 #[derive(Default)]
 pub struct OwnRecords {
     /// Records after the last entry of `entries`, the last one `last`.
@@ -857,7 +860,7 @@ impl OwnRecords {
     }
 }
 
-/// A value record held until the next flush ([`OpLog::append_value`]).
+/// A value record held until the next flush ([`Appender::append_value`]).
 struct HeldValue {
     db: u16,
     key: Vec<u8>,
@@ -943,7 +946,7 @@ mod tests {
     }
 
     /// Record `seq` as [`op`] draws it, a value record made a single-bit
-    /// edit (value records are held apart, [`OpLog::append_value`]).
+    /// edit (value records are held apart, [`Appender::append_value`]).
     fn edit_op(seq: u64, i: u32) -> Op {
         let mut o = op(seq, i);
         if matches!(o.change, Change::Value(_)) {
