@@ -891,6 +891,20 @@ def test_exec_keeps_tier_edits_and_survives_kill(roaringd_server):
     _killed_keeps_cleared(srv, c, "bm", acked, 1000000 - len(acked)).close()
 
 
+def _until_killed(srv, errors, body):
+    """Runs `body(client)` on a new client of `srv` until the server dies:
+    a closed connection ends it, a failed assertion goes to `errors`."""
+    c = srv.client()
+    try:
+        body(c)
+    except (ConnectionClosed, OSError):
+        pass
+    except AssertionError as e:
+        errors.append(e)
+    finally:
+        c.close()
+
+
 @pytest.mark.parametrize("fsync", ["always", "everysec"])
 def test_exec_of_tier_edits_survives_kill_whole(roaringd_server, fsync):
     """EXECs that each clear the same bits of two dirty keys (their
@@ -909,39 +923,23 @@ def test_exec_of_tier_edits_survives_kill_whole(roaringd_server, fsync):
         stop = threading.Event()
         acked, errors = [], []
 
-        def other():
-            o = srv.client()
+        def sets(o):
             i = 0
-            try:
-                while not stop.is_set():
-                    i += 1
-                    assert o.call("SET", f"s{i % 100}", str(i)) == Status(b"OK")
-            except (ConnectionClosed, OSError):
-                pass
-            except AssertionError as e:
-                errors.append(e)
-            finally:
-                o.close()
+            while not stop.is_set():
+                i += 1
+                assert o.call("SET", f"s{i % 100}", str(i)) == Status(b"OK")
 
-        def execs():
-            e = srv.client()
+        def execs(e):
             bit = 1 + rnd * 40000
-            try:
-                while not stop.is_set() and bit < (rnd + 1) * 40000 - 30:
-                    offs = [bit + 3 * j for j in range(8)]
-                    cmds = [("MULTI",)] + [("TR.SETBIT", k, str(o), "0") for o in offs for k in ("a", "b")] + [("EXEC",)]
-                    got = e.pipeline(cmds)
-                    assert got[-1] == [1] * (2 * len(offs)), got[-1]
-                    acked.extend(offs)
-                    bit = offs[-1] + 3
-            except (ConnectionClosed, OSError):
-                pass
-            except AssertionError as x:
-                errors.append(x)
-            finally:
-                e.close()
+            while not stop.is_set() and bit < (rnd + 1) * 40000 - 30:
+                offs = [bit + 3 * j for j in range(8)]
+                cmds = [("MULTI",)] + [("TR.SETBIT", k, str(o), "0") for o in offs for k in ("a", "b")] + [("EXEC",)]
+                got = e.pipeline(cmds)
+                assert got[-1] == [1] * (2 * len(offs)), got[-1]
+                acked.extend(offs)
+                bit = offs[-1] + 3
 
-        threads = [threading.Thread(target=f, daemon=True) for f in (other, execs)]
+        threads = [threading.Thread(target=_until_killed, args=(srv, errors, f), daemon=True) for f in (sets, execs)]
         for t in threads:
             t.start()
         deadline = time.monotonic() + 30
