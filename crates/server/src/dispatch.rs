@@ -452,14 +452,13 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 /// command that `settled` does not settle ([`Settled::replay`] answers
 /// those) and commits. When command `i` panics after writing to the
 /// transaction ([`CommandError::Panicked`] with `wrote`), `attempt` drops
-/// the transaction and returns what it settled
-/// ([`Settled::note`]): `i` with its error, and each command before it
-/// whose edit the write-back tier took, with its reply (the tier applies
-/// an edit to its dirty map as the command runs, which a dropped
-/// transaction does not take back). The list then runs again without
-/// them. So every other command applies once and keeps its reply, and
-/// the failed one applies nothing (unless the tier took an edit of its
-/// own before it panicked).
+/// the transaction and returns what it settled ([`Settled::of_attempt`]):
+/// `i` with its error, and each command before it whose edit the
+/// write-back tier took, with its reply (the tier applies an edit to its
+/// dirty map as the command runs, which a dropped transaction does not
+/// take back). The list then runs again without them. So every other
+/// command applies once and keeps its reply, and the failed one applies
+/// nothing (unless the tier took an edit of its own before it panicked).
 ///
 /// Returns what the first attempt that ends returns. At most one attempt
 /// more than there are commands runs, since each failed attempt settles
@@ -472,7 +471,7 @@ pub fn run_skipping_panicked<T>(mut attempt: impl FnMut(&Settled) -> Result<T, S
         match attempt(&settled) {
             Ok(t) => return t,
             Err(more) => {
-                debug_assert!(more.0.iter().all(|(i, _)| settled.get(*i).is_none()));
+                debug_assert!(more.0.iter().all(|(i, ..)| settled.get(*i).is_none()));
                 settled.0.extend(more.0);
             }
         }
@@ -481,14 +480,36 @@ pub fn run_skipping_panicked<T>(mut attempt: impl FnMut(&Settled) -> Result<T, S
 
 /// The commands of a group that earlier attempts settled, by index
 /// ([`run_skipping_panicked`]): a command that panicked after writing
-/// (its error), or one whose edit the write-back tier took (its reply).
+/// (its error), or one whose edit the write-back tier took (its reply,
+/// flagged `true`).
 #[derive(Default, Debug)]
-pub struct Settled(Vec<(usize, Result<Reply, CommandError>)>);
+pub struct Settled(Vec<(usize, Reply, bool)>);
 
 impl Settled {
-    /// Command `i`'s settled outcome, if any.
-    pub fn get(&self, i: usize) -> Option<&Result<Reply, CommandError>> {
-        self.0.iter().find(|(j, _)| *j == i).map(|(_, r)| r)
+    /// Command `i`'s settled reply, and whether the tier took its edit.
+    pub fn get(&self, i: usize) -> Option<(&Reply, bool)> {
+        self.0
+            .iter()
+            .find(|(j, ..)| *j == i)
+            .map(|(_, r, kept)| (r, *kept))
+    }
+
+    /// What an attempt settled when its command `i` panicked after
+    /// writing (`error`): `i`, and each command of `taken` (indices, in
+    /// order, of commands whose edit the tier took) with its reply from
+    /// `replies` (the attempt's replies so far, by index).
+    pub fn of_attempt(
+        i: usize,
+        error: CommandError,
+        taken: &[usize],
+        replies: &[Reply],
+    ) -> Settled {
+        let mut out: Vec<(usize, Reply, bool)> = taken
+            .iter()
+            .filter_map(|&j| replies.get(j).map(|r| (j, r.clone(), true)))
+            .collect();
+        out.push((i, Reply::Error(error), false));
+        Settled(out)
     }
 
     /// For command `i` of a new attempt (arguments `args`, in database
@@ -504,32 +525,15 @@ impl Settled {
         (db, spec, args): (u16, &CommandSpec, &Args<'_>),
         idx: &mut Vec<usize>,
     ) -> Option<Reply> {
-        match self.get(i)? {
-            Err(e) => Some(Reply::Error(e.clone())),
-            Ok(r) => {
-                if let Some(txn) = txn {
-                    idx.clear();
-                    spec.keys.extract(args, idx);
-                    for &k in idx.iter() {
-                        txn.keep_tier_edit(db, args.get(k).unwrap_or_default());
-                    }
-                }
-                Some(r.clone())
+        let (r, kept) = self.get(i)?;
+        if let (true, Some(txn)) = (kept, txn) {
+            idx.clear();
+            spec.keys.extract(args, idx);
+            for &k in idx.iter() {
+                txn.keep_tier_edit(db, args.get(k).unwrap_or_default());
             }
         }
-    }
-
-    /// Notes the outcome `r` of command `i` in an attempt, which settles
-    /// it when the tier took an edit of it (`tier_took`: its count of
-    /// tier edits, `Txn::tier_edits`, moved) or it panicked after writing.
-    /// Returns true for the latter: the attempt then ends, returning
-    /// `self`.
-    pub fn note(&mut self, i: usize, r: &Result<Reply, CommandError>, tier_took: bool) -> bool {
-        let panicked = panicked_after_write(r);
-        if panicked || tier_took {
-            self.0.push((i, r.clone()));
-        }
-        panicked
+        Some(r.clone())
     }
 }
 
@@ -588,39 +592,36 @@ mod tests {
                     .filter(|&i| settled.get(i).is_some())
                     .collect::<Vec<_>>(),
             );
-            let mut ran = Vec::new();
-            let mut now = Settled::default();
+            let (mut replies, mut taken) = (Vec::new(), Vec::new());
             for (i, n) in runs.iter_mut().enumerate() {
-                if let Some(r) = settled.get(i) {
-                    ran.push(
-                        r.clone()
-                            .map_or_else(|e| e.to_string(), |r| format!("{r:?}")),
-                    );
+                if let Some((r, _)) = settled.get(i) {
+                    replies.push(r.clone());
                     continue;
                 }
                 *n += 1;
-                let r = match i {
-                    1 => Err(panicked("one")),
-                    3 => Err(panicked("three")),
-                    _ => Ok(Reply::Integer(i as i64)),
-                };
-                if now.note(i, &r, i == 2) {
-                    return Err(now);
+                match i {
+                    1 | 3 => {
+                        let e = panicked(if i == 1 { "one" } else { "three" });
+                        return Err(Settled::of_attempt(i, e, &taken, &replies));
+                    }
+                    2 => taken.push(i),
+                    _ => {}
                 }
-                ran.push(r.map_or_else(|e| e.to_string(), |r| format!("{r:?}")));
+                replies.push(Reply::Integer(i as i64));
             }
-            Ok(ran)
+            Ok(replies)
         });
         assert_eq!(attempts, vec![vec![], vec![1], vec![1, 2, 3]]);
         assert_eq!(runs, [3, 1, 1, 1, 1], "command 2 runs once");
+        let e = |n| Reply::Error(panicked(n));
         assert_eq!(
             out,
             vec![
-                "Integer(0)",
-                "ERR internal error while running 'one'",
-                "Integer(2)",
-                "ERR internal error while running 'three'",
-                "Integer(4)"
+                Reply::Integer(0),
+                e("one"),
+                Reply::Integer(2),
+                e("three"),
+                Reply::Integer(4)
             ]
         );
     }

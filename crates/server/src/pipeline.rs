@@ -174,7 +174,8 @@ impl Batch {
             dispatch::run_blocking_if(long, || {
                 let mut any_write = false;
                 replies.clear();
-                let mut now = dispatch::Settled::default();
+                // Commands whose edit the write-back tier took.
+                let mut taken = Vec::new();
                 // One clock read per command: each command ends where the next starts.
                 let mut start = Instant::now();
                 for (i, &(entry, a, b)) in cmds.iter().enumerate() {
@@ -194,8 +195,12 @@ impl Batch {
                     let usec = end.duration_since(start).as_micros() as u64;
                     start = end;
                     dispatch::account(server, client, entry, &args, usec, r.is_err());
-                    if now.note(i, &r, txn.tier_edits() != edits) {
-                        return Err(now);
+                    if dispatch::panicked_after_write(&r) {
+                        let e = r.unwrap_err();
+                        return Err(dispatch::Settled::of_attempt(i, e, &taken, replies));
+                    }
+                    if txn.tier_edits() != edits {
+                        taken.push(i);
                     }
                     replies.push(r.unwrap_or_else(Reply::Error));
                 }

@@ -220,7 +220,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                 }
             };
             let mut replies = Vec::with_capacity(multi.queued.len());
-            let mut now = dispatch::Settled::default();
+            // Commands whose edit the write-back tier took.
+            let mut taken = Vec::new();
             // Each command's time runs from the end of the one before it
             // (one clock read per command, not two; the checks between
             // two commands count towards the second).
@@ -253,10 +254,12 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                 let usec = end.duration_since(last_end).as_micros() as u64;
                 last_end = end;
                 dispatch::account(server, client, q.entry, &args, usec, r.is_err());
-                let tier_took =
-                    txn.as_ref().map(roaringd_store::Txn::tier_edits) != edits && edits.is_some();
-                if now.note(i, &r, tier_took) {
-                    return Err(now);
+                if dispatch::panicked_after_write(&r) {
+                    let e = r.unwrap_err();
+                    return Err(dispatch::Settled::of_attempt(i, e, &taken, &replies));
+                }
+                if edits.is_some() && txn.as_ref().map(roaringd_store::Txn::tier_edits) != edits {
+                    taken.push(i);
                 }
                 if let Err(e) = &r {
                     dispatch::record_error(server, e);
