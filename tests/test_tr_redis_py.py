@@ -266,6 +266,43 @@ def test_single_bit_writes_kept_dirty_survive_kill_and_shutdown(roaringd_server,
 
 
 @pytest.mark.parametrize("proto", PROTOS)
+def test_transactional_pipelines_keep_edits_dirty_and_survive_kill(roaringd_server, proto):
+    """redis-py's default pipeline wraps its commands in MULTI/EXEC: the
+    write-back tier takes its TR.SETBITs (the key stays dirty, the EXEC's
+    records are one write of its commit), TR.GETBIT in it sees them, and
+    kill -9 under `always` keeps every acknowledged transaction."""
+    srv = roaringd_server(["--appendfsync", "always"]).start()
+    r = srv.redis_py(protocol=proto)
+    rnd = random.Random(11)
+    model = set(range(0, 600000, 3))
+    r.execute_command("TR.SETBITS", "t", *sorted(model))
+    r.execute_command("SAVE")
+    for _ in range(50):
+        p = r.pipeline(transaction=True)
+        offs = [rnd.randrange(600000) for _ in range(10)]
+        want = []
+        for o in offs:
+            on = rnd.random() < 0.5
+            p.execute_command("TR.SETBIT", "t", o, int(on))
+            want.append(int(o in model))
+            if on:
+                model.add(o)
+            else:
+                model.discard(o)
+        p.execute_command("TR.GETBIT", "t", offs[-1])
+        p.execute_command("EXPIRE", "t", 100000)
+        assert p.execute() == want + [int(offs[-1] in model), 1]
+    assert r.info("stats")["write_back_dirty_keys"] == 1
+    r.close()
+    srv.kill()
+    srv.start()
+    r = srv.redis_py(protocol=proto)
+    check(r, "t", model)
+    assert 0 < r.ttl("t") <= 100000
+    r.close()
+
+
+@pytest.mark.parametrize("proto", PROTOS)
 def test_exec_reads_back_a_kept_result_it_rewrote(roaringd_server, proto):
     """A TR.BITOP result the write-back tier keeps whole, then one
     MULTI/EXEC that edits the key, writes a second result over it (in

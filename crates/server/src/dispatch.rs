@@ -458,7 +458,8 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 /// dirty map as the command runs, which a dropped transaction does not
 /// take back). The list then runs again without them. So every other
 /// command applies once and keeps its reply, and the failed one applies
-/// nothing (unless the tier took an edit of its own before it panicked).
+/// nothing (unless the tier took an edit of its own before it panicked:
+/// that edit stays, and counts as a write of its keys).
 ///
 /// Returns what the first attempt that ends returns. At most one attempt
 /// more than there are commands runs, since each failed attempt settles
@@ -495,12 +496,12 @@ impl Settled {
     }
 
     /// What an attempt settled when its command `i` panicked after
-    /// writing (`error`): `i`, and each command of `taken` (indices, in
+    /// writing (`error`; `took`: the tier took an edit of it before the
+    /// panic, which stays): `i`, and each command of `taken` (indices, in
     /// order, of commands whose edit the tier took) with its reply from
     /// `replies` (the attempt's replies so far, by index).
     pub fn of_attempt(
-        i: usize,
-        error: CommandError,
+        (i, error, took): (usize, CommandError, bool),
         taken: &[usize],
         replies: &[Reply],
     ) -> Settled {
@@ -508,7 +509,7 @@ impl Settled {
             .iter()
             .filter_map(|&j| replies.get(j).map(|r| (j, r.clone(), true)))
             .collect();
-        out.push((i, Reply::Error(error), false));
+        out.push((i, Reply::Error(error), took));
         Settled(out)
     }
 
@@ -602,7 +603,7 @@ mod tests {
                 match i {
                     1 | 3 => {
                         let e = panicked(if i == 1 { "one" } else { "three" });
-                        return Err(Settled::of_attempt(i, e, &taken, &replies));
+                        return Err(Settled::of_attempt((i, e, false), &taken, &replies));
                     }
                     2 => taken.push(i),
                     _ => {}

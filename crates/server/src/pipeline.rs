@@ -195,11 +195,12 @@ impl Batch {
                     let usec = end.duration_since(start).as_micros() as u64;
                     start = end;
                     dispatch::account(server, client, entry, &args, usec, r.is_err());
+                    let took = txn.tier_edits() != edits;
                     if dispatch::panicked_after_write(&r) {
                         let e = r.unwrap_err();
-                        return Err(dispatch::Settled::of_attempt(i, e, &taken, replies));
+                        return Err(dispatch::Settled::of_attempt((i, e, took), &taken, replies));
                     }
-                    if txn.tier_edits() != edits {
+                    if took {
                         taken.push(i);
                     }
                     replies.push(r.unwrap_or_else(Reply::Error));

@@ -254,11 +254,17 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
                 let usec = end.duration_since(last_end).as_micros() as u64;
                 last_end = end;
                 dispatch::account(server, client, q.entry, &args, usec, r.is_err());
+                let took =
+                    edits.is_some() && txn.as_ref().map(roaringd_store::Txn::tier_edits) != edits;
                 if dispatch::panicked_after_write(&r) {
                     let e = r.unwrap_err();
-                    return Err(dispatch::Settled::of_attempt(i, e, &taken, &replies));
+                    return Err(dispatch::Settled::of_attempt(
+                        (i, e, took),
+                        &taken,
+                        &replies,
+                    ));
                 }
-                if edits.is_some() && txn.as_ref().map(roaringd_store::Txn::tier_edits) != edits {
+                if took {
                     taken.push(i);
                 }
                 if let Err(e) = &r {
