@@ -722,7 +722,7 @@ impl Store {
     /// (`Kv::prefetch`) that a command reads first: a transaction calls it
     /// for its keys before it runs, so that their cache misses overlap
     /// instead of each command waiting for its own.
-    pub fn prefetch(&self, names: &[(u16, Vec<u8>)]) {
+    pub fn prefetch(&self, names: &[(u16, &[u8])]) {
         let mks: Vec<keys::KeyBuf> = names
             .iter()
             .map(|(db, key)| keys::KeyBuf::meta(*db, key))

@@ -136,7 +136,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
     let mut exclusive = false;
     let mut needs_txn = false;
     let mut any_write = false;
-    let mut owned: Vec<(u16, Vec<u8>)> = Vec::new();
+    let mut owned: Vec<(u16, &[u8])> = Vec::new();
     // The database each queued command runs in.
     let mut dbs = Vec::with_capacity(multi.queued.len());
     let mut idx = Vec::new();
@@ -157,10 +157,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
             exclusive |= spec.has(Flag::Exclusive);
             idx.clear();
             spec.keys.extract(&args, &mut idx);
-            owned.extend(
-                idx.iter()
-                    .filter_map(|&i| args.get(i).map(|k| (db, k.to_vec()))),
-            );
+            owned.extend(idx.iter().filter_map(|&i| args.get(i).map(|k| (db, k))));
         }
     }
     let mut txn = needs_txn.then(|| begin_exec_txn(server, exclusive, &owned));
@@ -295,12 +292,11 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
 fn begin_exec_txn(
     server: &crate::state::Server,
     exclusive: bool,
-    owned: &[(u16, Vec<u8>)],
+    owned: &[(u16, &[u8])],
 ) -> roaringd_store::Txn {
     if exclusive {
         server.store.begin_exclusive()
     } else {
-        let keys: Vec<(u16, &[u8])> = owned.iter().map(|(d, k)| (*d, k.as_slice())).collect();
-        server.store.begin_exec(&keys)
+        server.store.begin_exec(owned)
     }
 }
