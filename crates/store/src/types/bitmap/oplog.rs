@@ -960,7 +960,11 @@ mod tests {
 
     /// Appends `o` through the log's own calls; its seq must be `o.seq`.
     fn append(log: &mut OpLog, o: &Op) {
-        let mut to = log.to(None);
+        append_to(&mut log.to(None), o);
+    }
+
+    /// Appends `o` through `to`; its seq must be `o.seq`.
+    fn append_to(to: &mut Appender<'_>, o: &Op) {
         let seq = match &o.change {
             Change::Bit { offset, set } => to.append(o.db, o.version, &o.key, *offset, *set),
             Change::Bits { offsets, set } => to.append_bits(o.db, o.version, &o.key, offsets, *set),
@@ -1114,6 +1118,57 @@ mod tests {
         let mut want = Vec::new();
         encode_blocks([(3u16, &vec![7u8; MAX_VALUE - 6][..])], &mut want);
         assert_eq!(got[0].change, Change::Value(want));
+    }
+
+    /// A transaction's own records take their seqs from the log and stay
+    /// apart until its commit puts them into its batch; its first record
+    /// writes the shared pending ones out first, and a value record cuts
+    /// its chunk. A replay reads the chunks in key order, so each key's
+    /// records come in order, with other keys' records between the
+    /// transaction's seqs ahead of them; a release deletes the own chunks
+    /// once the floor passes them, and an abandoned transaction's records
+    /// are written as a batch of their own.
+    #[test]
+    fn own_records_go_into_their_transactions_batch() {
+        let kv: Arc<dyn Kv> = Arc::new(MemKv::new(None));
+        let mut log = OpLog::open(Arc::clone(&kv)).unwrap();
+        let ops = [
+            edit_op(1, 1),
+            edit_op(2, 2),
+            edit_op(3, 3),
+            edit_op(4, 4),
+            edit_op(5, 6),
+            op(6, 7),
+            edit_op(7, 8),
+        ];
+        assert!(matches!(ops[5].change, Change::Value(_)));
+        append(&mut log, &ops[0]);
+        append(&mut log, &ops[1]);
+        let mut own = OwnRecords::default();
+        append_to(&mut log.to(Some(&mut own)), &ops[2]);
+        assert_eq!(chunk_keys(&*kv), [2], "the shared records go first");
+        append(&mut log, &ops[3]);
+        for o in &ops[4..] {
+            append_to(&mut log.to(Some(&mut own)), o);
+        }
+        log.flush().unwrap();
+        assert_eq!(chunk_keys(&*kv), [2, 4]);
+        let mut batch = WriteBatch::new();
+        let chunks = own.put_into(&mut batch);
+        kv.write(batch, Durability::Sync).unwrap();
+        log.written(chunks);
+        assert_eq!(chunk_keys(&*kv), [2, 4, 5, 6, 7]);
+        let order = [0, 1, 3, 2, 4, 5, 6];
+        assert_eq!(all(&*kv), order.map(|i| ops[i].clone()));
+        release(&mut log, &*kv, 6);
+        assert_eq!(chunk_keys(&*kv), [6, 7]);
+        assert_eq!(all(&*kv), [ops[5].clone(), ops[6].clone()]);
+        let mut own = OwnRecords::default();
+        let more = edit_op(8, 9);
+        append_to(&mut log.to(Some(&mut own)), &more);
+        log.write_own(own).unwrap();
+        assert_eq!(chunk_keys(&*kv), [6, 7, 8]);
+        assert_eq!(all(&*kv).last(), Some(&more));
     }
 
     /// A value record is held until the next flush and replaced by a
