@@ -51,6 +51,9 @@ pub struct Batch {
     /// Keys of the pending commands: (db, span index).
     keys: Vec<(u16, usize)>,
     replies: Vec<Reply>,
+    /// Scratch of a group's attempt: the commands whose edit the
+    /// write-back tier took (`dispatch::Settled::of_attempt`).
+    taken: Vec<usize>,
 }
 
 impl Batch {
@@ -153,8 +156,13 @@ impl Batch {
             .iter()
             .map(|&(db, i)| (db, &buf[self.spans[i].range()]))
             .collect();
-        let (cmds, spans, replies, idx) =
-            (&self.cmds, &self.spans, &mut self.replies, &mut self.idx);
+        let (cmds, spans, replies, idx, taken) = (
+            &self.cmds,
+            &self.spans,
+            &mut self.replies,
+            &mut self.idx,
+            &mut self.taken,
+        );
         let args_long = cmds
             .iter()
             .any(|&(e, a, b)| e.spec.is_long(&Args::new(buf, &spans[a..b])));
@@ -174,8 +182,7 @@ impl Batch {
             dispatch::run_blocking_if(long, || {
                 let mut any_write = false;
                 replies.clear();
-                // Commands whose edit the write-back tier took.
-                let mut taken = Vec::new();
+                taken.clear();
                 // One clock read per command: each command ends where the next starts.
                 let mut start = Instant::now();
                 for (i, &(entry, a, b)) in cmds.iter().enumerate() {
@@ -198,7 +205,7 @@ impl Batch {
                     let took = txn.tier_edits() != edits;
                     if dispatch::panicked_after_write(&r) {
                         let e = r.unwrap_err();
-                        return Err(dispatch::Settled::of_attempt((i, e, took), &taken, replies));
+                        return Err(dispatch::Settled::of_attempt((i, e, took), taken, replies));
                     }
                     if took {
                         taken.push(i);

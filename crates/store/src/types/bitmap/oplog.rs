@@ -635,9 +635,7 @@ impl Appender<'_> {
         let seq = log.next;
         match self.own.as_deref_mut() {
             Some(own) => {
-                if own.is_empty() {
-                    log.flush()?;
-                }
+                own.follow_shared(log)?;
                 encode_into(&mut own.chunk, seq, target, kind_word, tail);
                 own.last = seq;
                 log.next += 1;
@@ -778,9 +776,7 @@ impl Appender<'_> {
             bytes: 4 + FIXED + key.len() + body,
         };
         if let Some(own) = self.own.as_deref_mut() {
-            if own.is_empty() {
-                log.flush()?;
-            }
+            own.follow_shared(log)?;
             // Its own entry, after the records before it.
             if !own.chunk.is_empty() {
                 let chunk = std::mem::take(&mut own.chunk);
@@ -837,6 +833,15 @@ impl OwnRecords {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.chunk.is_empty() && self.entries.is_empty()
+    }
+
+    /// Before the first record: writes `log`'s shared pending records
+    /// out (see [`OpLog::to`]).
+    fn follow_shared(&self, log: &mut OpLog) -> Result<()> {
+        if self.is_empty() {
+            log.flush()?;
+        }
+        Ok(())
     }
 
     /// Puts the records into `batch`, each entry under the seq of its last

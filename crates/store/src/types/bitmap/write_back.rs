@@ -699,13 +699,10 @@ impl Txn {
     /// Returns the key's stored expire time (0: none) when it can, which
     /// the dirty entry keeps until a commit sets a new one.
     pub(crate) fn bm_expiry_in_place(&self, db: u16, key: &[u8]) -> Option<u64> {
-        if self.inner.dirty.is_empty() {
+        if self.inner.dirty.is_empty() || !self.bm_untouched(db, key) {
             return None;
         }
         let mk = keys::KeyBuf::meta(db, key);
-        if self.meta_overlaid(&mk) || self.bm.has_absorbed(&mk) {
-            return None;
-        }
         self.inner.dirty.edited_meta(&mk).map(|m| m.expire_at_ms)
     }
 
