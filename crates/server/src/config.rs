@@ -104,9 +104,10 @@ pub struct Config {
     /// containers in front of the store (64 MiB; 0 = off; CONFIG SET
     /// applies it at once, shrinking evicts).
     pub container_cache_bytes: u64,
-    /// `write-back-bytes`: the budget of bitmap containers that TR.SETBIT
-    /// may keep dirty in memory (the write-back tier, 64 MiB; 0 = every
-    /// edit is written to the LSM store; CONFIG SET applies it at once).
+    /// `write-back-bytes`: the budget of the bitmap edits that TR.SETBIT
+    /// and the other write-back commands may keep dirty in memory (the
+    /// write-back tier, 128 MiB; 0 = every edit is written to the LSM
+    /// store; CONFIG SET applies it at once).
     pub write_back_bytes: u64,
     /// `daemonize` (accepted for compatibility; always no).
     pub daemonize: bool,

@@ -55,8 +55,11 @@ use crate::types::bitmap::oplog::OpLog;
 /// Number of shards of the map.
 const SHARDS: usize = 16;
 
-/// Default byte budget of dirty containers (past it the fast path refuses).
-pub const DEFAULT_BUDGET: u64 = 64 << 20;
+/// Default byte budget of the dirty state (past it the fast path
+/// refuses), counted as [`Dirty::bytes`]: what 64 MiB counted by
+/// containers and a flat cost per key had let the dirty keys hold, and
+/// about 200,000 dirty keys of one container each.
+pub const DEFAULT_BUDGET: u64 = 128 << 20;
 
 /// Container edits logged since the last checkpoint past which the next
 /// one comes early ([`Dirty::wants_checkpoint`]): a recovery replays a
@@ -66,14 +69,30 @@ pub const DEFAULT_BUDGET: u64 = 64 << 20;
 /// well under a second.
 pub const REPLAY_EDITS: u64 = 1_000_000;
 
-/// Bytes counted per dirty key besides its containers: its meta key, its
-/// `DirtyKey` (meta included) and its map. Counting only the containers let
-/// 40,000 dirty keys of one or two small containers each pass for 890 KB
-/// against a 2 MB budget while they held several times that.
-const KEY_COST: u64 = 192;
-/// Bytes counted per dirty container besides its bytes (its `Arc` and its
-/// map slot).
-const BLOCK_COST: u64 = 48;
+/// Bytes counted per dirty key besides its slot in its shard's table
+/// ([`SLOT`]) and its containers: its meta key's allocation and the
+/// allocation of its map of containers while it has one.
+const KEY_COST: u64 = 48;
+/// Bytes counted per dirty container besides its bytes: its `Arc`'s
+/// counts and allocation rounding, and its share of its key's map.
+const BLOCK_COST: u64 = 80;
+/// Bytes of one slot of a shard's table: a dirty key's entry sits in it
+/// (meta included), and the table's spare slots cost as much as full ones.
+/// Counted per key alone (192 bytes a key besides its containers), 4,000
+/// dirty keys of one container each passed for 1.19 MB while they had
+/// allocated 2.75 (`tests/dirty_memory.rs`): the tables, sized for the
+/// most keys they held, and a map allocated per key even for one
+/// container.
+const SLOT: u64 = (std::mem::size_of::<(Vec<u8>, DirtyKey)>() + 1) as u64;
+
+/// Counted bytes of a shard's table that holds `capacity` entries (its
+/// buckets are 8/7 of that).
+fn table_bytes(capacity: usize) -> u64 {
+    capacity as u64 * SLOT * 8 / 7
+}
+
+/// Tables of fewer slots are not shrunk ([`Dirty::remove_if`]).
+const SHRINK_MIN: usize = 64;
 
 /// A dirty container: padded bytes (`container_cache::padded`, deltas
 /// applied) and the delta entries still stored for it.
@@ -176,7 +195,11 @@ pub type ValueBlocks = Arc<[(u16, Arc<[u8]>)]>;
 /// A dirty key's containers.
 #[derive(Clone)]
 pub enum Blocks {
-    /// Edited containers by block.
+    /// One edited container, the common case over many keys (a TR.SETBIT
+    /// each): no map allocated.
+    One(u16, DirtyBlock),
+    /// Edited containers by block (empty only before the first edit;
+    /// an empty map allocates nothing).
     Map(FxHashMap<u16, DirtyBlock>),
     /// A TR.BITOP result's, none with delta entries stored: kept as its
     /// log record holds them (no map is built, no container shared
@@ -189,6 +212,7 @@ impl Blocks {
     #[must_use]
     pub fn len(&self) -> usize {
         match self {
+            Blocks::One(..) => 1,
             Blocks::Map(m) => m.len(),
             Blocks::Value(v) => v.len(),
         }
@@ -204,6 +228,7 @@ impl Blocks {
     #[must_use]
     pub fn find(&self, hi: u16) -> Option<(&Arc<[u8]>, u16)> {
         match self {
+            Blocks::One(h, b) => (*h == hi).then_some((&b.bytes, b.stored_deltas)),
             Blocks::Map(m) => m.get(&hi).map(|b| (&b.bytes, b.stored_deltas)),
             Blocks::Value(v) => v
                 .binary_search_by_key(&hi, |(b, _)| *b)
@@ -215,12 +240,17 @@ impl Blocks {
     /// Every container: `(block, container, stored delta entries)`, in no
     /// particular order.
     pub fn iter(&self) -> impl Iterator<Item = (u16, &Arc<[u8]>, u16)> + '_ {
-        let (map, value) = match self {
-            Blocks::Map(m) => (Some(m), None),
-            Blocks::Value(v) => (None, Some(v)),
+        let (one, map, value) = match self {
+            Blocks::One(hi, b) => (Some((*hi, b)), None, None),
+            Blocks::Map(m) => (None, Some(m), None),
+            Blocks::Value(v) => (None, None, Some(v)),
         };
-        map.into_iter()
-            .flat_map(|m| m.iter().map(|(&hi, b)| (hi, &b.bytes, b.stored_deltas)))
+        one.into_iter()
+            .map(|(hi, b)| (hi, &b.bytes, b.stored_deltas))
+            .chain(
+                map.into_iter()
+                    .flat_map(|m| m.iter().map(|(&hi, b)| (hi, &b.bytes, b.stored_deltas))),
+            )
             .chain(
                 value
                     .into_iter()
@@ -232,14 +262,41 @@ impl Blocks {
     /// when the block is not here.
     fn toggle(&mut self, hi: u16) {
         self.make_map();
-        if let Blocks::Map(m) = self {
-            if let Some(b) = m.get_mut(&hi) {
-                debug_assert!(
-                    b.whole_flip().is_some(),
-                    "a toggled block is a run container"
-                );
-                b.negated = !b.negated;
-            }
+        if let Some(b) = self.get_mut(hi) {
+            debug_assert!(
+                b.whole_flip().is_some(),
+                "a toggled block is a run container"
+            );
+            b.negated = !b.negated;
+        }
+    }
+
+    /// Block `hi`'s entry as kept (possibly negated), unless the key is a
+    /// TR.BITOP result's list.
+    fn get_mut(&mut self, hi: u16) -> Option<&mut DirtyBlock> {
+        match self {
+            Blocks::One(h, b) => (*h == hi).then_some(b),
+            Blocks::Map(m) => m.get_mut(&hi),
+            Blocks::Value(_) => None,
+        }
+    }
+
+    /// True when some block is marked as its complement.
+    fn any_negated(&self) -> bool {
+        match self {
+            Blocks::One(_, b) => b.negated,
+            Blocks::Map(m) => m.values().any(|b| b.negated),
+            Blocks::Value(_) => false,
+        }
+    }
+
+    /// Writes out every marked block's complement
+    /// ([`DirtyBlock::materialize`]); returns the change in byte length.
+    fn materialize_all(&mut self) -> i64 {
+        match self {
+            Blocks::One(_, b) => b.materialize(),
+            Blocks::Map(m) => m.values_mut().map(DirtyBlock::materialize).sum(),
+            Blocks::Value(_) => 0,
         }
     }
 
@@ -258,6 +315,23 @@ impl Blocks {
     fn insert(&mut self, hi: u16, block: DirtyBlock) -> Option<DirtyBlock> {
         self.make_map();
         match self {
+            Blocks::One(h, b) if *h == hi => Some(std::mem::replace(b, block)),
+            Blocks::One(..) => {
+                let Blocks::One(h, b) = std::mem::replace(self, Blocks::Map(FxHashMap::default()))
+                else {
+                    unreachable!("matched as one above")
+                };
+                let mut m = FxHashMap::default();
+                m.reserve(2);
+                m.insert(h, b);
+                m.insert(hi, block);
+                *self = Blocks::Map(m);
+                None
+            }
+            Blocks::Map(m) if m.is_empty() => {
+                *self = Blocks::One(hi, block);
+                None
+            }
             Blocks::Map(m) => m.insert(hi, block),
             Blocks::Value(_) => unreachable!("made a map above"),
         }
@@ -280,7 +354,8 @@ pub struct DirtyKey {
 }
 
 impl DirtyKey {
-    /// Counted bytes: [`KEY_COST`] and each container with [`BLOCK_COST`].
+    /// Counted bytes besides its table slot: [`KEY_COST`] and each
+    /// container with [`BLOCK_COST`].
     fn bytes(&self) -> u64 {
         KEY_COST
             + self
@@ -299,7 +374,8 @@ pub struct Dirty {
     shards: Box<[Mutex<Map>]>,
     /// Number of dirty keys: readers skip the map when it is 0.
     count: AtomicUsize,
-    /// Bytes of dirty containers.
+    /// Counted bytes: the shards' tables ([`table_bytes`]) and every
+    /// dirty key's [`DirtyKey::bytes`].
     bytes: AtomicU64,
     /// Containers the records logged since the last checkpoint edit (a
     /// TR.SETBIT one, a TR.FLIPRANGE up to 1,024): what a recovery would
@@ -353,7 +429,8 @@ impl Dirty {
         self.count.load(Ordering::Acquire)
     }
 
-    /// Bytes of dirty containers.
+    /// Counted bytes of the dirty state: what the budget bounds, about
+    /// what it holds in memory (the tables, the keys, the containers).
     #[must_use]
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
@@ -435,7 +512,7 @@ impl Dirty {
         let found = match &mut d.blocks {
             // One lookup: the block's complement written out if it is
             // marked, then handed out.
-            Blocks::Map(m) => m.get_mut(&hi).map(|b| {
+            Blocks::One(..) | Blocks::Map(_) => d.blocks.get_mut(hi).map(|b| {
                 self.add_bytes(b.materialize());
                 DirtyBlock::new(Arc::clone(&b.bytes), b.stored_deltas)
             }),
@@ -461,6 +538,7 @@ impl Dirty {
         let s = self.shards[shard_of(mk)].lock();
         let d = s.get(mk).filter(|d| d.meta.version == version)?;
         match &d.blocks {
+            Blocks::One(h, b) => (*h == hi).then(|| b.clone()),
             Blocks::Map(m) => m.get(&hi).cloned(),
             Blocks::Value(_) => d
                 .blocks
@@ -477,10 +555,7 @@ impl Dirty {
         }
         let mut s = self.shards[shard_of(mk)].lock();
         let d = s.get_mut(mk)?;
-        if let Blocks::Map(m) = &mut d.blocks {
-            let grown: i64 = m.values_mut().map(DirtyBlock::materialize).sum();
-            self.add_bytes(grown);
-        }
+        self.add_bytes(d.blocks.materialize_all());
         Some(d.clone())
     }
 
@@ -510,22 +585,28 @@ impl Dirty {
         seq: u64,
     ) {
         let mut s = self.shards[shard_of(mk)].lock();
-        let (d, mut add) = match s.get_mut(mk) {
+        let mut add = 0;
+        let d = match s.get_mut(mk) {
             Some(d) => {
                 d.meta = meta;
                 d.last_seq = seq;
-                (d, 0)
+                d
             }
             None => {
                 self.count.fetch_add(1, Ordering::AcqRel);
-                let d = s.entry(mk.to_vec()).or_insert(DirtyKey {
-                    meta,
-                    blocks: Blocks::Map(FxHashMap::default()),
-                    whole: false,
-                    first_seq: seq,
-                    last_seq: seq,
-                });
-                (d, KEY_COST)
+                let cap = s.capacity();
+                s.insert(
+                    mk.to_vec(),
+                    DirtyKey {
+                        meta,
+                        blocks: Blocks::Map(FxHashMap::default()),
+                        whole: false,
+                        first_seq: seq,
+                        last_seq: seq,
+                    },
+                );
+                add = KEY_COST + table_bytes(s.capacity()) - table_bytes(cap);
+                s.get_mut(mk).expect("inserted above")
             }
         };
         let (mut sub, mut edited) = (0, 0);
@@ -567,10 +648,11 @@ impl Dirty {
         let Some(d) = s.get_mut(mk) else {
             return Err(held);
         };
-        let Blocks::Map(m) = &mut d.blocks else {
-            return Err(held);
-        };
-        let Some(b) = m.get_mut(&hi).filter(|b| Arc::ptr_eq(&b.bytes, &held)) else {
+        let Some(b) = d
+            .blocks
+            .get_mut(hi)
+            .filter(|b| Arc::ptr_eq(&b.bytes, &held))
+        else {
             return Err(held);
         };
         drop(held);
@@ -603,7 +685,9 @@ impl Dirty {
         let old = match s.get_mut(mk) {
             Some(slot) => Some(std::mem::replace(slot, d)),
             None => {
+                let cap = s.capacity();
                 s.insert(mk.to_vec(), d);
+                self.add_bytes(table_bytes(s.capacity()) as i64 - table_bytes(cap) as i64);
                 self.count.fetch_add(1, Ordering::AcqRel);
                 None
             }
@@ -627,7 +711,7 @@ impl Dirty {
         let s = self.shards[shard_of(mk)].lock();
         s.get(mk).is_some_and(|d| {
             d.whole
-                && !matches!(&d.blocks, Blocks::Map(m) if m.values().any(|b| b.negated))
+                && !d.blocks.any_negated()
                 && d.blocks.len() == blocks.len()
                 && blocks.iter().all(|(hi, b)| {
                     d.blocks.find(*hi).is_some_and(|(x, _)| {
@@ -638,12 +722,21 @@ impl Dirty {
     }
 
     /// Drops key `mk`'s entry if its last edit is still `last_seq` (it
-    /// was absorbed by a commit that covered every edit).
+    /// was absorbed by a commit that covered every edit). A table left
+    /// empty, or under a quarter full, is shrunk to twice its entries (a
+    /// checkpoint empties the tables, which had grown for the most keys
+    /// they held).
     pub fn remove_if(&self, mk: &[u8], last_seq: u64) {
         let mut s = self.shards[shard_of(mk)].lock();
         if s.get(mk).is_some_and(|d| d.last_seq == last_seq) {
             let d = s.remove(mk).expect("checked above");
-            self.bytes.fetch_sub(d.bytes(), Ordering::Relaxed);
+            let cap = s.capacity();
+            let left = s.len();
+            if left == 0 || (cap >= SHRINK_MIN && left * 4 < cap) {
+                s.shrink_to(left * 2);
+            }
+            let freed = d.bytes() + table_bytes(cap) - table_bytes(s.capacity());
+            self.bytes.fetch_sub(freed, Ordering::Relaxed);
             self.count.fetch_sub(1, Ordering::AcqRel);
         }
     }
