@@ -85,7 +85,7 @@ const BLOCK_COST: u64 = 80;
 /// container.
 const SLOT: u64 = (std::mem::size_of::<(Vec<u8>, DirtyKey)>() + 1) as u64;
 
-/// Counted bytes of a shard's table that holds `capacity` entries (its
+/// Counted bytes of a shard's table allocated for `capacity` entries (its
 /// buckets are 8/7 of that).
 fn table_bytes(capacity: usize) -> u64 {
     capacity as u64 * SLOT * 8 / 7
@@ -372,6 +372,11 @@ type Map = FxHashMap<Vec<u8>, DirtyKey>;
 /// The dirty keys and the operation log. See the module docs.
 pub struct Dirty {
     shards: Box<[Mutex<Map>]>,
+    /// The entries each shard's table is allocated for, as counted in
+    /// `bytes`; changed under the shard's lock only. The table's own
+    /// `capacity()` is not that: a removal that leaves a tombstone lowers
+    /// it, an insert into one raises it, and neither reallocates.
+    tables: Box<[AtomicUsize]>,
     /// Number of dirty keys: readers skip the map when it is 0.
     count: AtomicUsize,
     /// Counted bytes: the shards' tables ([`table_bytes`]) and every
@@ -402,6 +407,7 @@ impl Dirty {
     pub fn new(log: Option<OpLog>) -> Self {
         Dirty {
             shards: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(),
+            tables: (0..SHARDS).map(|_| AtomicUsize::new(0)).collect(),
             count: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
             edits: AtomicU64::new(0),
@@ -565,6 +571,22 @@ impl Dirty {
         self.bytes.fetch_add(delta as u64, Ordering::Relaxed);
     }
 
+    /// Counts shard `i`'s table as allocated for `entries` from now on
+    /// (the caller holds the shard's lock).
+    fn count_table(&self, i: usize, entries: usize) {
+        let old = self.tables[i].swap(entries, Ordering::Relaxed);
+        self.add_bytes(table_bytes(entries) as i64 - table_bytes(old) as i64);
+    }
+
+    /// After an insert into shard `i`'s table `s`: a table that grew
+    /// holds no tombstone, so its capacity is what it is allocated for,
+    /// and one that did not grow has a capacity of at most that.
+    fn count_insert(&self, i: usize, s: &Map) {
+        if s.capacity() > self.tables[i].load(Ordering::Relaxed) {
+            self.count_table(i, s.capacity());
+        }
+    }
+
     /// Records an edit (log sequence number `seq`) that leaves key `mk`
     /// with `meta` and block `hi` with `block`.
     pub fn record(&self, mk: &[u8], meta: KeyMeta, hi: u16, block: DirtyBlock, seq: u64) {
@@ -584,7 +606,8 @@ impl Dirty {
         (blocks, toggles): (impl IntoIterator<Item = (u16, DirtyBlock)>, &[u16]),
         seq: u64,
     ) {
-        let mut s = self.shards[shard_of(mk)].lock();
+        let i = shard_of(mk);
+        let mut s = self.shards[i].lock();
         let mut add = 0;
         let d = match s.get_mut(mk) {
             Some(d) => {
@@ -594,7 +617,6 @@ impl Dirty {
             }
             None => {
                 self.count.fetch_add(1, Ordering::AcqRel);
-                let cap = s.capacity();
                 s.insert(
                     mk.to_vec(),
                     DirtyKey {
@@ -605,7 +627,8 @@ impl Dirty {
                         last_seq: seq,
                     },
                 );
-                add = KEY_COST + table_bytes(s.capacity()) - table_bytes(cap);
+                self.count_insert(i, &s);
+                add = KEY_COST;
                 s.get_mut(mk).expect("inserted above")
             }
         };
@@ -681,13 +704,13 @@ impl Dirty {
         };
         self.bytes.fetch_add(d.bytes(), Ordering::Relaxed);
         self.count_edits(d.blocks.len());
-        let mut s = self.shards[shard_of(mk)].lock();
+        let i = shard_of(mk);
+        let mut s = self.shards[i].lock();
         let old = match s.get_mut(mk) {
             Some(slot) => Some(std::mem::replace(slot, d)),
             None => {
-                let cap = s.capacity();
                 s.insert(mk.to_vec(), d);
-                self.add_bytes(table_bytes(s.capacity()) as i64 - table_bytes(cap) as i64);
+                self.count_insert(i, &s);
                 self.count.fetch_add(1, Ordering::AcqRel);
                 None
             }
@@ -727,16 +750,19 @@ impl Dirty {
     /// checkpoint empties the tables, which had grown for the most keys
     /// they held).
     pub fn remove_if(&self, mk: &[u8], last_seq: u64) {
-        let mut s = self.shards[shard_of(mk)].lock();
+        let i = shard_of(mk);
+        let mut s = self.shards[i].lock();
         if s.get(mk).is_some_and(|d| d.last_seq == last_seq) {
             let d = s.remove(mk).expect("checked above");
-            let cap = s.capacity();
+            let cap = self.tables[i].load(Ordering::Relaxed);
             let left = s.len();
             if left == 0 || (cap >= SHRINK_MIN && left * 4 < cap) {
+                // Half the buckets or fewer: the table is reallocated,
+                // without tombstones, so its capacity is exact.
                 s.shrink_to(left * 2);
+                self.count_table(i, s.capacity());
             }
-            let freed = d.bytes() + table_bytes(cap) - table_bytes(s.capacity());
-            self.bytes.fetch_sub(freed, Ordering::Relaxed);
+            self.bytes.fetch_sub(d.bytes(), Ordering::Relaxed);
             self.count.fetch_sub(1, Ordering::AcqRel);
         }
     }
