@@ -228,8 +228,7 @@ impl Blocks {
     #[must_use]
     pub fn find(&self, hi: u16) -> Option<(&Arc<[u8]>, u16)> {
         match self {
-            Blocks::One(h, b) => (*h == hi).then_some((&b.bytes, b.stored_deltas)),
-            Blocks::Map(m) => m.get(&hi).map(|b| (&b.bytes, b.stored_deltas)),
+            Blocks::One(..) | Blocks::Map(_) => self.get(hi).map(|b| (&b.bytes, b.stored_deltas)),
             Blocks::Value(v) => v
                 .binary_search_by_key(&hi, |(b, _)| *b)
                 .ok()
@@ -273,6 +272,15 @@ impl Blocks {
 
     /// Block `hi`'s entry as kept (possibly negated), unless the key is a
     /// TR.BITOP result's list.
+    fn get(&self, hi: u16) -> Option<&DirtyBlock> {
+        match self {
+            Blocks::One(h, b) => (*h == hi).then_some(b),
+            Blocks::Map(m) => m.get(&hi),
+            Blocks::Value(_) => None,
+        }
+    }
+
+    /// [`Blocks::get`], to change.
     fn get_mut(&mut self, hi: u16) -> Option<&mut DirtyBlock> {
         match self {
             Blocks::One(h, b) => (*h == hi).then_some(b),
@@ -321,8 +329,7 @@ impl Blocks {
                 else {
                     unreachable!("matched as one above")
                 };
-                let mut m = FxHashMap::default();
-                m.reserve(2);
+                let mut m = FxHashMap::with_capacity_and_hasher(2, Default::default());
                 m.insert(h, b);
                 m.insert(hi, block);
                 *self = Blocks::Map(m);
@@ -544,8 +551,7 @@ impl Dirty {
         let s = self.shards[shard_of(mk)].lock();
         let d = s.get(mk).filter(|d| d.meta.version == version)?;
         match &d.blocks {
-            Blocks::One(h, b) => (*h == hi).then(|| b.clone()),
-            Blocks::Map(m) => m.get(&hi).cloned(),
+            Blocks::One(..) | Blocks::Map(_) => d.blocks.get(hi).cloned(),
             Blocks::Value(_) => d
                 .blocks
                 .find(hi)
@@ -578,10 +584,12 @@ impl Dirty {
         self.add_bytes(table_bytes(entries) as i64 - table_bytes(old) as i64);
     }
 
-    /// After an insert into shard `i`'s table `s`: a table that grew
-    /// holds no tombstone, so its capacity is what it is allocated for,
-    /// and one that did not grow has a capacity of at most that.
-    fn count_insert(&self, i: usize, s: &Map) {
+    /// Makes room for one more entry in shard `i`'s table `s` and counts
+    /// any growth: a table that grew holds no tombstone, so its capacity
+    /// is what it is allocated for, and one that did not grow has a
+    /// capacity of at most that.
+    fn reserve_one(&self, i: usize, s: &mut Map) {
+        s.reserve(1);
         if s.capacity() > self.tables[i].load(Ordering::Relaxed) {
             self.count_table(i, s.capacity());
         }
@@ -617,19 +625,15 @@ impl Dirty {
             }
             None => {
                 self.count.fetch_add(1, Ordering::AcqRel);
-                s.insert(
-                    mk.to_vec(),
-                    DirtyKey {
-                        meta,
-                        blocks: Blocks::Map(FxHashMap::default()),
-                        whole: false,
-                        first_seq: seq,
-                        last_seq: seq,
-                    },
-                );
-                self.count_insert(i, &s);
+                self.reserve_one(i, &mut s);
                 add = KEY_COST;
-                s.get_mut(mk).expect("inserted above")
+                s.entry(mk.to_vec()).or_insert(DirtyKey {
+                    meta,
+                    blocks: Blocks::Map(FxHashMap::default()),
+                    whole: false,
+                    first_seq: seq,
+                    last_seq: seq,
+                })
             }
         };
         let (mut sub, mut edited) = (0, 0);
@@ -709,8 +713,8 @@ impl Dirty {
         let old = match s.get_mut(mk) {
             Some(slot) => Some(std::mem::replace(slot, d)),
             None => {
+                self.reserve_one(i, &mut s);
                 s.insert(mk.to_vec(), d);
-                self.count_insert(i, &s);
                 self.count.fetch_add(1, Ordering::AcqRel);
                 None
             }
