@@ -1,7 +1,8 @@
 //! Durability of bitmap keys: content, summary (TR.STAT), TTL, TYPE and
 //! OBJECT ENCODING survive a clean restart (SIGTERM) and, with
 //! `appendfsync always`, a SIGKILL right after the acknowledged writes.
-//! Single-bit edits kept as container delta entries survive both too.
+//! Single-bit edits of a big container (the write-back tier's, through its
+//! log) survive both too.
 //! Also: DEL / overwrite leave no visible containers behind after restart,
 //! and MEMORY USAGE of a one-bit key at offset 2^31 stays small.
 
@@ -30,9 +31,8 @@ fn populate(c: &mut Client) -> Vec<(String, Frame)> {
         c.call(&["TR.OPTIMIZE", "mix"]).unwrap(),
         Frame::Simple(b"OK".to_vec())
     );
-    // Single-bit edits of the big block-1 container: a pair in one MULTI
-    // (the second folds), then 130 delta entries, folded every 64th edit,
-    // so deltas are left over at the restart.
+    // Single-bit edits of the big block-1 container: a pair in one MULTI,
+    // then 130 single edits, sets and clears.
     c.call(&["MULTI"]).unwrap();
     c.call(&["TR.SETBIT", "mix", "70001", "1"]).unwrap();
     c.call(&["TR.SETBIT", "mix", "70003", "1"]).unwrap();

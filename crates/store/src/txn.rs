@@ -637,13 +637,6 @@ impl Txn {
         self.stored_inline.get(&version).copied().flatten()
     }
 
-    /// True when the stored data of key version `version` is an inline
-    /// entry (which a small edit rewrites rather than adding a delta
-    /// entry beside it).
-    pub(crate) fn is_inline_version(&self, version: u64) -> bool {
-        self.inline_of(version).is_some()
-    }
-
     /// Puts the absorbed meta of a dirty bitmap key into the overlay; the
     /// key's stored expire time is `stored_expiry`.
     pub(crate) fn absorb_meta(&mut self, mk: &[u8], m: KeyMeta, stored_expiry: u64) {

@@ -1,7 +1,7 @@
 //! Writes of listed bits: TR.SETBIT, TR.SETBITS / TR.APPENDINTARRAY and
 //! TR.CLEARBITS. Contract: each container that changes is read once and
-//! stored once (a delta entry where it fits, else with the other changed
-//! containers of the command, page by page: `block_write::Edits`); a
+//! stored once, with the other changed containers of the command, page by
+//! page (`block_write::Edits`); a
 //! `Txn` begun with `Store::begin_keep_dirty` first offers the edit to
 //! the write-back tier (`write_back`) and absorbs the key when the tier
 //! refuses it.
@@ -14,7 +14,6 @@ use crate::txn::Txn;
 
 use super::block_write::Edits;
 use super::bytes::{cached_facts, split, view, Bytes};
-use super::delta;
 
 impl Txn {
     /// TR.SETBIT: sets bit `off` to `value`; returns its previous value.
@@ -51,14 +50,7 @@ impl Txn {
                 -i128::from(off)
             };
             let facts = old_facts.and_then(|f| f.after_flip(new.as_ref(), lo, value));
-            self.bm_put(
-                db,
-                key,
-                &mut e,
-                hi,
-                (old, &new, n),
-                (Some(&[(lo, value)]), Some(d), facts),
-            )?;
+            self.bm_put(db, key, &mut e, hi, (old, &new, n), (Some(d), facts))?;
         } else if !e.created {
             return Ok(prev);
         }
@@ -115,7 +107,6 @@ impl Txn {
             };
             let mut new = old.clone().unwrap_or_default();
             let mut delta = 0i128;
-            let mut ops: Vec<(u16, bool)> = Vec::new();
             for &v in &sorted[i..j] {
                 let hit = if set {
                     new.insert(v as u16)
@@ -125,22 +116,12 @@ impl Txn {
                 if hit {
                     changed += 1;
                     delta += i128::from(v);
-                    if ops.len() <= delta::MAX_DELTA_OPS {
-                        ops.push((v as u16, set));
-                    }
                 }
             }
             if old.as_ref() != Some(&new) && !(old.is_none() && new.is_empty()) {
                 let d = if set { delta } else { -delta };
-                // Over MAX_DELTA_OPS changes: `ops` is cut short, and too
-                // long for a delta, so the container is rewritten.
                 let old = old.as_ref().map(ContainerBuf::as_ref);
-                self.bm_edit(
-                    (db, key, &mut e),
-                    &mut edits,
-                    (hi, old, new, n),
-                    (Some(&ops), Some(d)),
-                )?;
+                self.bm_edit((db, key, &mut e), &mut edits, (hi, old, new, n), Some(d))?;
             }
             i = j;
         }

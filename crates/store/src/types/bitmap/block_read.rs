@@ -42,7 +42,7 @@ impl Txn {
     ) -> Result<Option<Bytes>> {
         match self.bm.written.get(&(db, version, hi)) {
             Some(WrittenBlock::Gone) => return Ok(None),
-            Some(WrittenBlock::Folded(a, _)) => return Ok(Some(Bytes::Shared(Arc::clone(a)))),
+            Some(WrittenBlock::Folded(a)) => return Ok(Some(Bytes::Shared(Arc::clone(a)))),
             None => {}
         }
         if !self.inner.dirty.is_empty() {

@@ -1,6 +1,9 @@
-//! How a container's new content is stored ([`Txn::bm_put`]): a small edit
-//! of a big container as a delta entry, anything else as a rewrite of the
-//! container entry with its deltas deleted, an emptied container deleted.
+//! How a container's new content is stored ([`Txn::bm_put`]): a rewrite of
+//! the entry that holds it (a page or a single, see `page`), with any delta
+//! entries an earlier build stored for it deleted; an emptied container
+//! deleted. Small edits of big containers are not stored here one by one:
+//! the write-back tier keeps them (`write_back`), and this path writes a
+//! container whole.
 //! Contract: the [`Edit`]'s summary stays exact (census, sum, extremes: the
 //! successor of an emptied extreme is found by one seek), the container
 //! cache gets the new bytes at commit, and [`WrittenBlock`] records what
@@ -84,12 +87,11 @@ impl Edits {
 }
 
 impl Txn {
-    /// Adds the edit of block `hi` from `old` (`n` delta entries) to `new`
-    /// to `edits`: counted in the summary at once; stored as a delta entry
-    /// when `ops` (the bits that changed, when the caller has them) fit one
-    /// on a single, else queued for [`Txn::bm_place_many`] (stored once
-    /// about [`EDIT_CHUNK_BYTES`] are queued, and by
-    /// [`Txn::bm_finish_edits`]).
+    /// Adds the edit of block `hi` from `old` (`n` delta entries stored by
+    /// an earlier build) to `new` to `edits`: counted in the summary at
+    /// once, queued for [`Txn::bm_place_many`] (stored once about
+    /// [`EDIT_CHUNK_BYTES`] are queued, and by [`Txn::bm_finish_edits`]).
+    /// `sum_delta`: the change of the offsets' sum when the caller knows it.
     ///
     /// # Errors
     /// `Io`, `Corrupt`.
@@ -98,15 +100,10 @@ impl Txn {
         (db, key, e): (u16, &[u8], &mut Edit),
         edits: &mut Edits,
         (hi, old, new, n): (u16, Option<ContainerRef<'_>>, ContainerBuf, u16),
-        (ops, sum_delta): (Option<delta::Ops<'_>>, Option<i128>),
+        sum_delta: Option<i128>,
     ) -> Result<()> {
         account(e, hi, (old, &new), sum_delta);
         edits.note(hi, &new);
-        let inline = self.is_inline_version(e.meta.version);
-        if let Some(ops) = ops.filter(|ops| !inline && Self::bm_delta_fits((old, n), ops, &new)) {
-            self.bm_put_delta(db, key, e, hi, n, (ops, &new, None));
-            return Ok(());
-        }
         edits.chunk_bytes += new.as_bytes().len();
         edits.chunk.push((hi, (!new.is_empty()).then_some(new), n));
         if edits.chunk_bytes >= EDIT_CHUNK_BYTES {
@@ -141,33 +138,6 @@ impl Txn {
         )
     }
 
-    /// Stores `ops` (the bits that change, in order) as delta number `seq`
-    /// of container `hi`, whose content after them is `new` (with `facts`,
-    /// when known).
-    fn bm_put_delta(
-        &mut self,
-        db: u16,
-        key: &[u8],
-        e: &mut Edit,
-        hi: u16,
-        seq: u16,
-        (ops, new, facts): (&[(u16, bool)], &ContainerBuf, Option<BlockFacts>),
-    ) {
-        let sub = delta::delta_sub(hi, seq);
-        let version = e.meta.version;
-        self.data_put(db, key, version, &sub, delta::encode_ops(ops));
-        e.s.deltas += 1;
-        let container = padded_with(new.as_bytes(), seq + 1, facts);
-        let record = self.inner.ccache.enabled().then(|| {
-            let dk = keys::data_key(db, key, version, &sub);
-            self.bm
-                .cc_pending
-                .record_delta((version, hi, dk), Arc::clone(&container))
-        });
-        self.bm
-            .written_set((db, version, hi), WrittenBlock::Folded(container, record));
-    }
-
     /// Deletes the `n` delta entries of container `hi` (its container
     /// entry is rewritten or deleted in the same batch).
     pub(super) fn bm_drop_deltas(&mut self, db: u16, key: &[u8], e: &mut Edit, hi: u16, n: u16) {
@@ -177,35 +147,11 @@ impl Txn {
         e.s.deltas = e.s.deltas.saturating_sub(u64::from(n));
     }
 
-    /// True when a write of `ops` to a container (`old` before it, with
-    /// `n` deltas stored; `new` after it) is kept as a delta entry rather
-    /// than a rewrite: the container is a single, big, with room for one
-    /// more delta, and the edit is small. A block may take several deltas in one `Txn`: the container
-    /// cache applies its records in order, and later reads in the `Txn`
-    /// find the block in [`BitmapTxnState::written`](super::txn_state::BitmapTxnState::written).
-    fn bm_delta_fits(
-        (old, n): (Option<ContainerRef<'_>>, u16),
-        ops: &[(u16, bool)],
-        new: &ContainerBuf,
-    ) -> bool {
-        // Only a single (see `page`) takes deltas: one with some already,
-        // or one too big for a page.
-        let single = old.is_some_and(|o| n > 0 || o.byte_len() >= page::STANDALONE_BYTES);
-        single
-            && !ops.is_empty()
-            && ops.len() <= delta::MAX_DELTA_OPS
-            && n + 1 < delta::MAX_DELTAS
-            && new.as_bytes().len() >= delta::DELTA_MIN_BYTES
-            && !new.is_empty()
-    }
-
     /// Replaces container `hi` (`old` = its previous content, `None` when
-    /// absent, stored with `n` delta entries) by `new`, keeping the summary
-    /// exact. `ops`: the bits that changed, in order, when the caller has
-    /// them: a small edit of a big container is then stored as a delta
-    /// entry ([`Txn::bm_delta_fits`]); otherwise the container entry is
-    /// rewritten (or deleted when `new` is empty) and its deltas deleted.
-    /// `sum_delta`: the change of the offsets' sum when the caller knows
+    /// absent, with `n` delta entries stored by an earlier build) by `new`,
+    /// keeping the summary exact: the entry that holds the block is
+    /// rewritten (the block deleted from it when `new` is empty) and the
+    /// deltas deleted. `sum_delta`: the change of the offsets' sum when the caller knows
     /// it (single-bit edits), else it is computed from both containers.
     /// `facts`: `new`'s [`BlockFacts`] when the caller has them at no cost
     /// (a single-bit edit of a cached container), for the container
@@ -217,26 +163,18 @@ impl Txn {
         e: &mut Edit,
         hi: u16,
         (old, new, n): (Option<ContainerRef<'_>>, &ContainerBuf, u16),
-        (ops, sum_delta, facts): (Option<delta::Ops<'_>>, Option<i128>, Option<BlockFacts>),
+        (sum_delta, facts): (Option<i128>, Option<BlockFacts>),
     ) -> Result<()> {
         let before = (e.s.card == 0, e.s.min, e.s.max);
         account(e, hi, (old, new), sum_delta);
         let version = e.meta.version;
-        match ops {
-            Some(ops)
-                if !self.is_inline_version(version) && Self::bm_delta_fits((old, n), ops, new) =>
-            {
-                self.bm_put_delta(db, key, e, hi, n, (ops, new, facts));
-            }
-            _ if new.is_empty() && old.is_none() => {}
-            _ => {
-                let stored = (!new.is_empty()).then(|| new.as_bytes());
-                let others_have_deltas = e.s.deltas > u64::from(n);
-                let dk = self.bm_place(db, key, version, hi, stored, others_have_deltas)?;
-                self.bm_drop_deltas(db, key, e, hi, n);
-                let now = stored.map(|b| padded_with(b, 0, facts));
-                self.bm_note_stored(db, (version, hi, dk), now);
-            }
+        if !(new.is_empty() && old.is_none()) {
+            let stored = (!new.is_empty()).then(|| new.as_bytes());
+            let others_have_deltas = e.s.deltas > u64::from(n);
+            let dk = self.bm_place(db, key, version, hi, stored, others_have_deltas)?;
+            self.bm_drop_deltas(db, key, e, hi, n);
+            let now = stored.map(|b| padded_with(b, 0, facts));
+            self.bm_note_stored(db, (version, hi, dk), now);
         }
         let new_min = new.as_ref().min().map(|lo| join(hi, lo));
         let new_max = new.as_ref().max().map(|lo| join(hi, lo));
@@ -505,7 +443,7 @@ impl Txn {
                 continue;
             }
             let old = old.as_ref().map(ContainerBuf::as_ref);
-            self.bm_edit((db, key, e), &mut edits, (hi, old, new, n), (None, None))?;
+            self.bm_edit((db, key, e), &mut edits, (hi, old, new, n), None)?;
         }
         self.bm_finish_edits(db, key, e, edits)
     }
@@ -555,7 +493,7 @@ impl Txn {
                 .record_stored((version, hi, dk), now.clone(), false);
         }
         let now = match now {
-            Some(a) => WrittenBlock::Folded(a, None),
+            Some(a) => WrittenBlock::Folded(a),
             None => WrittenBlock::Gone,
         };
         self.bm.written_set((db, version, hi), now);

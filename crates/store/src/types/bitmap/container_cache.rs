@@ -581,8 +581,7 @@ impl ContainerCache {
                     ops.push(PreparedOp::Dir(version, blocks));
                     continue;
                 }
-                Written::Superseded => continue,
-                _ => {}
+                Written::Stored(..) => {}
             }
             // `None` from value_of: the write was discarded (FLUSHDB in the
             // same Txn); treat as unknown and drop the entry.
@@ -590,11 +589,6 @@ impl ContainerCache {
             let id = Id::Container(version, block);
             let cached = self.shards[shard_of(id)].lock().map.contains_key(&id);
             let (bytes, present, fill) = match (value, new) {
-                // A delta entry: `value` is the whole container after it.
-                (Written::Delta(v), Some(Some(_))) => (cached.then_some(v), Some(true), false),
-                // A delta deleted again in the same Txn: a later write of
-                // the block (recorded after this one) says what stays.
-                (Written::Delta(_), Some(None)) => continue,
                 (Written::Stored(b, fill), Some(_)) => {
                     let present = b.is_some();
                     let fill = fill && present;
@@ -602,7 +596,7 @@ impl ContainerCache {
                 }
                 (_, None) => (None, None, false),
                 // Taken above.
-                (Written::Dir(_) | Written::Superseded, _) => continue,
+                (Written::Dir(_), _) => continue,
             };
             ops.push(PreparedOp::Container(version, block, bytes, present, fill));
         }
@@ -623,9 +617,6 @@ type PendingWrite = (u64, u16, Vec<u8>, Written);
 /// What a recorded write put under its data key.
 #[derive(Debug)]
 enum Written {
-    /// A delta entry; the whole container after it ([`padded`] with the
-    /// new delta count).
-    Delta(Arc<[u8]>),
     /// The block's content after the commit, known as written (`None`:
     /// absent), through a packed entry (a page or a single: see `page`)
     /// whose data key is the one recorded; with `true`, cached even when
@@ -635,25 +626,9 @@ enum Written {
     /// Every block a key version holds once the commit is written (its
     /// directory).
     Dir(Arc<[u16]>),
-    /// A delta record that a later one of its block replaces.
-    Superseded,
 }
 
 impl Pending {
-    /// Records delta entry `dk` of container `block` of `version`, the
-    /// whole container after it being `container` ([`padded`] with the new
-    /// delta count), cached only where the block is. Returns the record's
-    /// index (for [`Pending::supersede`]).
-    pub(crate) fn record_delta(
-        &mut self,
-        (version, block, dk): (u64, u16, Vec<u8>),
-        container: Arc<[u8]>,
-    ) -> usize {
-        self.writes
-            .push((version, block, dk, Written::Delta(container)));
-        self.writes.len() - 1
-    }
-
     /// Records the content of container `block` of `version` after this
     /// `Txn` (`None`: absent), written within the entry whose data key is
     /// `dk` ([`padded_with`] bytes, no deltas); with `fill`, cached at
@@ -666,29 +641,6 @@ impl Pending {
     ) {
         self.writes
             .push((version, block, dk, Written::Stored(container, fill)));
-    }
-
-    /// Delta records that hold a container (tests).
-    #[cfg(test)]
-    pub(crate) fn containers_held(&self) -> usize {
-        self.writes
-            .iter()
-            .filter(|w| matches!(w.3, Written::Delta(_)))
-            .count()
-    }
-
-    /// Drops the container of delta record `i` ([`Pending::record_delta`])
-    /// once a later delta record of the same block follows it: that one
-    /// holds the whole container after both, and comes later in the order
-    /// the records apply in, so the earlier one would be overwritten
-    /// anyway. Keeps a `Txn` of many edits of one block (MULTI/EXEC) at
-    /// one container copy per block, not one per edit.
-    pub(crate) fn supersede(&mut self, i: usize) {
-        if let Some(w) = self.writes.get_mut(i) {
-            if matches!(w.3, Written::Delta(_)) {
-                w.3 = Written::Superseded;
-            }
-        }
     }
 
     /// Records the complete, ascending block list that `version` holds

@@ -1,32 +1,30 @@
-//! Delta entries of bitmap containers: a small edit of a big container is
-//! stored beside it instead of rewriting it.
+//! Delta entries of bitmap containers: small edits of a big container
+//! that earlier builds stored beside it instead of rewriting it. This
+//! build reads them and never writes one.
 //!
-//! Why: a container entry is up to 8 KB. Rewriting it for every single-bit
-//! write cost ~6.9 KB of journal, memtable and compaction traffic per bit
-//! (measured: 693 MB written per 100,000 TR.SETBIT calls on containers of
-//! ~6 KB), where the edit itself is 3 bytes. DESIGN's layout (one `data`
-//! entry per container, the same bytes in memory and on disk) is kept for
-//! the container entry; a container with deltas is read as its entry with
-//! the deltas applied, and the container cache holds that result, so hot
-//! reads still borrow one container's bytes.
+//! Why they are no longer written: they were one of two mechanisms for the
+//! same concern, a small edit of a container of up to 8 KB without
+//! rewriting it. The write-back tier (`dirty`, `write_back`) keeps such
+//! edits in memory and in the log, and writes the container once at its
+//! checkpoint; an edit it does not take (a clear of the minimum or
+//! maximum, one that empties a container, one past its budget) rewrites
+//! the container's entry.
 //!
 //! Layout, under a key version's data prefix:
-//! - container of block `b`: subkey `b` (2 bytes BE), as before;
+//! - container of block `b`: subkey `b` (2 bytes BE);
 //! - its deltas: subkey `b | seq` (2 + 2 bytes BE), `seq` = 0, 1, 2, … in
 //!   write order, so they sort right after their container and every scan
 //!   (forward or reverse) meets a block's entries together;
 //! - a delta's value: one or more 3-byte ops `flag | low 16 bits BE`
 //!   (flag 1 = set the bit, 0 = clear it), applied in order.
 //!
-//! Writers (`types::bitmap`) keep these invariants, and readers check them (a
-//! violation is `Corrupt`, never a panic): a delta's container exists;
-//! a block's deltas are numbered 0..n without gaps, n ≤ [`MAX_DELTAS`];
-//! the container with its deltas applied is not empty. A write that would
-//! add delta number [`MAX_DELTAS`], a write of more than [`MAX_DELTA_OPS`]
-//! bits, any write of a container under [`DELTA_MIN_BYTES`] and every
-//! range write rewrite the container with its deltas folded in and delete
-//! the deltas, in the same batch. The key's meta counts its deltas
-//! ([`crate::meta::BitmapSummary::deltas`]); TR.OPTIMIZE folds them all.
+//! Readers check what the writers kept (a violation is `Corrupt`, never a
+//! panic): a delta's container exists; a block's deltas are numbered
+//! 0..n without gaps, n ≤ [`MAX_DELTAS`]; the container with its deltas
+//! applied is not empty. The key's meta counts its deltas
+//! ([`crate::meta::BitmapSummary::deltas`]). Any rewrite of a container
+//! folds its deltas in and deletes them in the same batch (so does the
+//! write-back tier's checkpoint); TR.OPTIMIZE folds all of a key's.
 
 use std::iter::Peekable;
 
@@ -36,21 +34,12 @@ use crate::error::{Result, StoreError};
 
 use super::page::Unpacked;
 
-/// Container bytes from which a small edit is stored as a delta entry;
-/// smaller containers are rewritten (a delta would save little).
-pub const DELTA_MIN_BYTES: usize = 512;
-
-/// Most deltas one container carries: the write that would add one more
-/// folds them into the container instead.
+/// Most deltas one container carried in the builds that wrote them.
 pub const MAX_DELTAS: u16 = 64;
 
-/// Most ops (changed bits) one delta entry is written with: one, so that
-/// every stored delta is exactly [`DELTA_VALUE_BYTES`] and MEMORY USAGE
-/// counts them from the summary's delta count. (Readers accept several
-/// ops per delta; the format allows it.)
-pub const MAX_DELTA_OPS: usize = 1;
-
-/// Bytes of the value of a delta entry as written (one op).
+/// Bytes of the value of a delta entry as those builds wrote it (one op
+/// each, so MEMORY USAGE counts them from the summary's delta count;
+/// readers accept several ops per delta, as the format allows).
 pub const DELTA_VALUE_BYTES: u64 = OP_BYTES as u64;
 
 /// Bytes per op in a delta's value.
@@ -93,9 +82,11 @@ pub fn delta_sub(block: u16, seq: u16) -> [u8; 4] {
     [a, b, c, d]
 }
 
-/// A delta's value for `ops`: `(low bits, set)` in the order to apply.
+/// A delta's value for `ops`: `(low bits, set)` in the order to apply, as
+/// earlier builds wrote it (tests lay out such data with it).
+#[cfg(test)]
 #[must_use]
-pub fn encode_ops(ops: &[(u16, bool)]) -> Vec<u8> {
+pub(crate) fn encode_ops(ops: &[(u16, bool)]) -> Vec<u8> {
     let mut v = Vec::with_capacity(ops.len() * OP_BYTES);
     for &(lo, set) in ops {
         v.push(u8::from(set));

@@ -6,17 +6,17 @@
 //! block (high 16 bits) as 2 bytes big-endian, so entries sort numerically;
 //! value = that block's container as the bitmap engine serializes it (a
 //! single), or a page of several small containers whose last block is the
-//! subkey's. A single of [`delta::DELTA_MIN_BYTES`] or more may also carry up to
+//! subkey's. A single that an earlier build edited may also carry up to
 //! [`delta::MAX_DELTAS`] delta entries (small edits stored beside it, see
-//! [`delta`]); every read sees the container with them
-//! applied. Stored bytes are untrusted: every read goes through
+//! [`delta`]; this build never writes one); every read sees the container
+//! with them applied. Stored bytes are untrusted: every read goes through
 //! [`ContainerView::parse`](roaringd_bitmap::ContainerView::parse), and a bad entry is `Corrupt`, never a panic.
 //!
 //! Costs: TR.BITCOUNT (whole key), TR.MIN, TR.MAX, TR.STAT read `meta` only;
-//! a single-bit write reads one container and writes `meta` and either the
-//! container's entry (its page for a small container; the single on every
-//! 64th edit of a big one: the fold) or a 3-byte delta entry (plus one seek
-//! when it empties the container holding the minimum or maximum).
+//! a single-bit write reads one container and, unless the write-back tier
+//! keeps it (`write_back`), writes `meta` and the container's entry (its
+//! page for a small container, the single for a big one), plus one seek
+//! when it empties the container holding the minimum or maximum.
 //! DEL and overwrites are O(1) through the key version (stale containers go
 //! with the data GC). Multi-key operations ([`Txn::tr_bitop`](crate::txn::Txn::tr_bitop) and friends)
 //! merge-scan the sources' container entries in block order, holding one

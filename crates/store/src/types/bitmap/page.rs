@@ -42,17 +42,15 @@ use crate::error::{Result, StoreError};
 use crate::kv::WholeEntry;
 use crate::meta::{KeyMeta, Summary};
 
-use super::delta::DELTA_MIN_BYTES;
-
 /// First byte of a page (a container's first byte is `0x10..=0x12`).
 pub(super) const PAGE_TAG: u8 = 0x20;
 
 /// Bytes before a page's block list.
 const HEADER: usize = 4;
 
-/// Containers from this size on are stored as singles (and may take delta
-/// entries); smaller ones share pages.
-pub const STANDALONE_BYTES: usize = DELTA_MIN_BYTES;
+/// Containers from this size on are stored as singles (which earlier
+/// builds gave delta entries, `delta`); smaller ones share pages.
+pub const STANDALONE_BYTES: usize = 512;
 
 /// A page is closed once adding the next container would pass this many
 /// bytes (header, blocks and containers).

@@ -163,7 +163,7 @@ impl Txn {
                         &mut e,
                         hi,
                         (Some(old.as_ref()), &new, n),
-                        (None, Some(0), None),
+                        (Some(0), None),
                     )?;
                 }
             }

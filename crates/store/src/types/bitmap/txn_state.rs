@@ -26,13 +26,12 @@ use super::oplog::{LogChunks, OwnRecords};
 pub(super) enum WrittenBlock {
     /// Deleted, with its deltas.
     Gone,
-    /// The container with its deltas applied, padded with their count
+    /// The container as stored now (no deltas), padded
     /// ([`padded`](super::container_cache::padded)), as the container
-    /// cache holds it; with the index of the delta record that gave it to
-    /// the `Txn`'s cache records, if any. The bytes are a `ContainerBuf`'s
-    /// own encoding (read back without the full validation, as cache
-    /// entries are: [`ContainerBytes`](super::bytes::ContainerBytes)).
-    Folded(Arc<[u8]>, Option<usize>),
+    /// cache holds it. The bytes are a `ContainerBuf`'s own encoding (read
+    /// back without the full validation, as cache entries are:
+    /// [`ContainerBytes`](super::bytes::ContainerBytes)).
+    Folded(Arc<[u8]>),
 }
 
 /// The bitmap state of one `Txn` (see the module docs).
@@ -145,12 +144,9 @@ impl BitmapTxnState {
     }
 
     /// Sets what block `(db, version, hi)` holds in this `Txn` after a
-    /// write that also recorded it for the container cache (when on):
-    /// the block's previous delta record, if any, is superseded.
+    /// write.
     pub(super) fn written_set(&mut self, block: (u16, u64, u16), now: WrittenBlock) {
-        if let Some(WrittenBlock::Folded(_, Some(i))) = self.written.insert(block, now) {
-            self.cc_pending.supersede(i);
-        }
+        self.written.insert(block, now);
     }
 
     /// Commit hook, before anything: the error an absorb met, if any

@@ -622,7 +622,7 @@ impl Txn {
             for &(hi, bytes, _) in &blocks {
                 packer.push(hi, &bytes[PAD..], &mut entries);
                 self.bm
-                    .written_set((db, version, hi), WrittenBlock::Folded(clean(bytes), None));
+                    .written_set((db, version, hi), WrittenBlock::Folded(clean(bytes)));
             }
             packer.finish(&mut entries);
             for (k, v) in entries {
