@@ -32,7 +32,7 @@ use crate::kv::{KvIter, KvRead, Space};
 use crate::meta::{KeyMeta, Kind};
 use crate::store::{Inner, Store};
 use crate::txn::Txn;
-use crate::types::bitmap::delta::{delta_sub, Folded};
+use crate::types::bitmap::page::Unpacked;
 
 /// Where a `Txn` leaves the snapshot it takes at its commit.
 pub(crate) type SnapshotCell = Arc<OnceLock<Arc<dyn KvRead>>>;
@@ -102,8 +102,7 @@ impl KeyRead {
 
     /// The `data` entries `(subkey, value)` of the key version from block
     /// `fhi`'s entry to the one holding block `ehi` (which may be a page
-    /// under a later key; the fold stops past `ehi`) with their deltas,
-    /// in order.
+    /// under a later key; the reader stops past `ehi`), in order.
     ///
     /// # Errors
     /// `Io` from the seek.
@@ -120,16 +119,7 @@ impl KeyRead {
             to_end,
             false,
         )?;
-        let last = holder.and_then(|(k, _)| {
-            let b = k.get(plen..plen + 2)?;
-            let b = u16::from_be_bytes([b[0], b[1]]);
-            Some(keys::data_key(
-                self.db,
-                &self.key,
-                v,
-                &delta_sub(b, u16::MAX),
-            ))
-        });
+        let last = holder.map(|(k, _)| k);
         Ok(Box::new(
             kv.range(
                 Space::Data,
@@ -176,8 +166,8 @@ impl KeyRead {
             None => self.entries_within(kv, (fhi, ehi))?,
         };
         let mut given = 0usize;
-        for block in Folded::within(entries, false, (fhi, ehi)) {
-            let (hi, bytes, _) = block?;
+        for block in Unpacked::new(entries, false, (fhi, ehi)) {
+            let (hi, bytes) = block?;
             let view = ContainerView::parse(&bytes)
                 .map_err(|e| StoreError::Corrupt(format!("bitmap container: {e}")))?;
             let c = view.as_ref();

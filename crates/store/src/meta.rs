@@ -107,9 +107,11 @@ pub struct BitmapSummary {
     pub sum: u64,
     /// Census by kind: array, bitset, run.
     pub kinds: [KindCensus; 3],
-    /// Number of delta `data` entries (small edits stored beside their
-    /// container until they are folded into it; see `types::bitmap`). When 0,
-    /// a container is read by a point lookup of its own entry.
+    /// Number of delta `data` entries, small edits that builds before
+    /// store format 6 stored beside their container: always 0 once the
+    /// store has opened at format 6, which folds them
+    /// (`types::bitmap::delta`). Kept in the encoding, so that a meta
+    /// entry of an earlier format decodes as it was written.
     pub deltas: u64,
 }
 
@@ -257,14 +259,14 @@ impl KeyMeta {
     }
 
     /// How many `data` entries the key has: members, fields, or a
-    /// bitmap's containers and delta entries; 0 for a string.
+    /// bitmap's containers; 0 for a string.
     #[must_use]
     pub fn data_entries(&self) -> u64 {
         match &self.summary {
             Summary::String(_) => 0,
             Summary::Set { card } => *card,
             Summary::Hash { len, .. } => *len,
-            Summary::Bitmap(s) => s.containers + s.deltas,
+            Summary::Bitmap(s) => s.containers,
         }
     }
 

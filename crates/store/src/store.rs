@@ -250,7 +250,12 @@ pub struct Store {
     pub(crate) inner: Arc<Inner>,
 }
 
-/// The store format this build writes: 5 = the bitmap operation log's
+/// The store format this build writes: 6 = no bitmap delta entries
+/// (`types::bitmap::delta`: a store of an earlier format has its deltas
+/// folded into their containers when it opens, before the format record
+/// is raised, so a crash during the pass leaves it to the next open; a
+/// format-5 build refuses a format-6 directory, whose data it would read
+/// correctly, by the rule below); 5 = the bitmap operation log's
 /// records are entries of the `log` keyspace (`types::bitmap::oplog`: the
 /// LSM store's journal is the one log; format 4 kept them in files of its own,
 /// `refuse_old_oplog`, and a format-4 build would not replay the
@@ -267,7 +272,7 @@ pub struct Store {
 /// refused at open, so a format-2 build never takes a set page's members
 /// for its last one alone, and a format-3 build never answers errors for
 /// the inline bitmaps of a directory it would open.
-pub const STORE_FORMAT: u64 = 5;
+pub const STORE_FORMAT: u64 = 6;
 
 /// `meta` key of the store format record.
 fn format_key() -> Vec<u8> {
@@ -405,14 +410,18 @@ impl Store {
         ));
         let kv: Arc<dyn Kv> = Arc::new(TieredKv::new(lsm, Arc::clone(&tier)));
         let databases = config.databases.clamp(1, INTERNAL_DB);
-        if let Some(b) = kv.get(Space::Meta, &format_key())? {
-            let found = decode_u64(&b)?;
-            if found > STORE_FORMAT {
-                return Err(StoreError::Io(format!(
-                    "the data directory is of store format {found}, newer than this build's \
-                     {STORE_FORMAT}: open it with the build that wrote it"
-                )));
-            }
+        let found = match kv.get(Space::Meta, &format_key())? {
+            Some(b) => decode_u64(&b)?,
+            None => 0,
+        };
+        if found > STORE_FORMAT {
+            return Err(StoreError::Io(format!(
+                "the data directory is of store format {found}, newer than this build's \
+                 {STORE_FORMAT}: open it with the build that wrote it"
+            )));
+        }
+        if found < 6 {
+            crate::types::bitmap::delta::fold_store(kv.as_ref())?;
         }
         let epoch = match kv.get(Space::Meta, &epoch_key())? {
             Some(b) => decode_u64(&b)? + 1,

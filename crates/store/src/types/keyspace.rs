@@ -434,16 +434,13 @@ impl Txn {
             // From the summary's census, by kind: containers of
             // `STANDALONE_BYTES` or more (on average) are singles, each
             // its key (prefix + 2-byte block) and its bytes (4-byte header
-            // + payload, with the container's deltas applied: the stored
-            // entry differs by at most 2 bytes per delta); smaller ones
-            // share pages, 2 bytes of block list each beside their bytes,
-            // one key and 4-byte header per `PAGE_BYTES` of them (a key of
-            // one container has it as a single). Each
-            // delta entry is its key (prefix + block + seq) and one 3-byte
-            // op. An estimate: the census does not say how the containers
-            // of one kind differ in size.
+            // + payload); smaller ones share pages, 2 bytes of block list
+            // each beside their bytes, one key and 4-byte header per
+            // `PAGE_BYTES` of them (a key of one container has it as a
+            // single). An estimate: the census does not say how the
+            // containers of one kind differ in size.
             Summary::Bitmap(b) => {
-                use crate::types::bitmap::{delta, page};
+                use crate::types::bitmap::page;
                 let plen = keys::data_prefix(db, key, m.version).len() as u64;
                 let (mut bytes, mut paged) = (0u64, 0u64);
                 for k in b.kinds.iter().filter(|k| k.containers > 0) {
@@ -459,8 +456,7 @@ impl Txn {
                     1 => paged.saturating_sub(2) + (plen + 2) * u64::from(paged > 0),
                     _ => paged + paged.div_ceil(page::PAGE_BYTES as u64) * (plen + 2 + 4),
                 };
-                let deltas = b.deltas * (plen + 4 + delta::DELTA_VALUE_BYTES);
-                return Ok(Some(total + bytes + deltas));
+                return Ok(Some(total + bytes));
             }
         };
         let plen = keys::data_prefix(db, key, m.version).len() as u64;

@@ -13,7 +13,7 @@ use crate::meta::Kind;
 use crate::txn::Txn;
 
 use super::block_write::Edits;
-use super::bytes::{cached_facts, split, view, Bytes};
+use super::bytes::{cached_facts, split, view};
 
 impl Txn {
     /// TR.SETBIT: sets bit `off` to `value`; returns its previous value.
@@ -32,7 +32,6 @@ impl Txn {
         };
         let (hi, lo) = split(off);
         let old = self.bm_get(db, key, e.meta.version, hi, Some(&e.s))?;
-        let n = old.as_ref().map_or(0, Bytes::deltas);
         let old_facts = old.as_ref().and_then(cached_facts);
         let old = old.as_ref().map(view).transpose()?;
         let old = old.as_ref().map(ContainerView::as_ref);
@@ -50,7 +49,7 @@ impl Txn {
                 -i128::from(off)
             };
             let facts = old_facts.and_then(|f| f.after_flip(new.as_ref(), lo, value));
-            self.bm_put(db, key, &mut e, hi, (old, &new, n), (Some(d), facts))?;
+            self.bm_put(db, key, &mut e, hi, (old, &new), (Some(d), facts))?;
         } else if !e.created {
             return Ok(prev);
         }
@@ -101,10 +100,7 @@ impl Txn {
         while i < sorted.len() {
             let hi = split(sorted[i]).0;
             let j = i + sorted[i..].partition_point(|&v| split(v).0 == hi);
-            let (old, n) = match self.bm_container(db, key, e.meta.version, hi, Some(&e.s))? {
-                Some((c, n)) => (Some(c), n),
-                None => (None, 0),
-            };
+            let old = self.bm_container(db, key, e.meta.version, hi, Some(&e.s))?;
             let mut new = old.clone().unwrap_or_default();
             let mut delta = 0i128;
             for &v in &sorted[i..j] {
@@ -121,7 +117,7 @@ impl Txn {
             if old.as_ref() != Some(&new) && !(old.is_none() && new.is_empty()) {
                 let d = if set { delta } else { -delta };
                 let old = old.as_ref().map(ContainerBuf::as_ref);
-                self.bm_edit((db, key, &mut e), &mut edits, (hi, old, new, n), Some(d))?;
+                self.bm_edit((db, key, &mut e), &mut edits, (hi, old, new), Some(d))?;
             }
             i = j;
         }

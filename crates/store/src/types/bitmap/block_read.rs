@@ -1,7 +1,7 @@
 //! Where a container's bytes come from, first match wins: this `Txn`'s
 //! own writes ([`WrittenBlock`]), the write-back tier's dirty map, the
-//! container cache, the `Kv` (deltas applied; the memory tier serves hot
-//! keys; whole-key readers fill the container cache on the way).
+//! container cache, the `Kv` (the memory tier serves hot keys; whole-key
+//! readers fill the container cache on the way).
 //! Contract: a read sees the block as this `Txn` would commit it; the
 //! container cache holds committed state only, so it serves a key version
 //! only while this `Txn` has not written it ([`Txn::bm_clean`]).
@@ -17,16 +17,15 @@ use crate::meta::BitmapSummary;
 use crate::txn::Txn;
 
 use super::block_facts::BlockFacts;
-use super::bytes::{fold_first, view, Bytes};
+use super::bytes::{view, Bytes};
 use super::container_cache::{held_charge, padded_with, Held, PAD};
-use super::delta::{self, Folded};
-use super::page;
+use super::page::{self, Unpacked};
 use super::stream::FillScan;
 use super::summary::key_bytes;
 use super::txn_state::WrittenBlock;
 
 impl Txn {
-    /// The bytes of container `hi` of a key version, deltas applied: with
+    /// The bytes of container `hi` of a key version: with
     /// this `Txn`'s own writes to the block when it made any, else from
     /// the container cache where a set operation left the block (or a
     /// directory without it: "absent"), else the `Kv`, whose memory tier
@@ -61,9 +60,7 @@ impl Txn {
         if !self.data_overlay_is_empty()
             && self.data_overlay_has_prefix(&keys::data_prefix(db, key, version))
         {
-            return Ok(self
-                .bm_block_at(db, key, (version, None), hi)?
-                .map(|(v, n)| Bytes::Owned(v, n)));
+            return Ok(self.bm_block_at(db, key, version, hi)?.map(Bytes::Owned));
         }
         // Outside the summary's extremes (or in an empty key, a new one
         // included) the block is absent: no read. A stored block there
@@ -77,62 +74,34 @@ impl Txn {
         // read churned it for nothing; a big key's containers are worth
         // sharing rather than copying out of the tier on every read).
         let fill = s.is_some_and(super::summary::read_through_cache);
-        self.bm_get_stored(db, key, (version, s), hi, fill)
+        self.bm_get_stored(db, key, version, hi, fill)
     }
 
-    /// Container `hi` of a key version with its deltas, as `(bytes,
-    /// deltas)`, as this `Txn` sees it: from the first entry at or after
-    /// the block (one seek, see [`super::page`]), which is its single, a
-    /// page holding it, or another block's entry (absent). A single's delta
-    /// entries are read after it unless the key is known to have none (`s`,
-    /// its summary, read under the key's lock, which this `Txn` still
-    /// holds: no delta can appear meanwhile).
-    fn bm_block_at(
-        &self,
-        db: u16,
-        key: &[u8],
-        (version, s): (u64, Option<&BitmapSummary>),
-        hi: u16,
-    ) -> Result<Option<(Vec<u8>, u16)>> {
+    /// Container `hi` of a key version as this `Txn` sees it: from the
+    /// first entry at or after the block (one seek, see [`super::page`]),
+    /// which is its single, a page holding it, or another block's entry
+    /// (absent).
+    fn bm_block_at(&self, db: u16, key: &[u8], version: u64, hi: u16) -> Result<Option<Vec<u8>>> {
         let sub = hi.to_be_bytes();
         // The first entry is looked at in place (the memory tier lends
-        // it): a page yields only the container's bytes, copied out.
+        // it): only the container's bytes are copied out.
         let first = self.data_first_with(db, key, version, Bound::Included(&sub), |at, v| {
             let [a, b] = at[..] else {
                 return Err(StoreError::corrupt(
-                    "bitmap delta entry without its container",
+                    "a bitmap data entry whose subkey is not a block",
                 ));
             };
             let k = u16::from_be_bytes([a, b]);
             if page::is_page(v) {
-                return Ok(First::Found(page::find(k, v, hi)?));
+                return page::find(k, v, hi);
             }
-            if k != hi {
-                return Ok(First::Found(None));
-            }
-            Ok(First::Single(at.to_vec(), v.to_vec()))
+            Ok((k == hi).then(|| v.to_vec()))
         })?;
-        let (at, v) = match first.transpose()? {
-            None => return Ok(None),
-            Some(First::Found(c)) => return Ok(c.map(|c| (c, 0))),
-            Some(First::Single(at, v)) => (at, v),
-        };
-        if s.is_some_and(|s| s.deltas == 0) && self.holds_lock(db, key) {
-            return Ok(Some((v, 0)));
-        }
-        let (lo, up) = (delta::delta_sub(hi, 0), delta::delta_sub(hi, u16::MAX));
-        let deltas = self.data_range(
-            db,
-            key,
-            version,
-            (Bound::Included(&lo[..]), Bound::Included(&up[..])),
-            false,
-        );
-        fold_first(Box::new(std::iter::once(Ok((at, v))).chain(deltas)), hi)
+        Ok(first.transpose()?.flatten())
     }
 
-    /// As [`Txn::bm_get`] for a block this `Txn` has not written (`s`:
-    /// the version's summary when the caller has it). The container cache
+    /// As [`Txn::bm_get`] for a block this `Txn` has not written. The
+    /// container cache
     /// answers when it holds the block (or a directory that lacks it);
     /// else the `Kv` (the memory tier) does, and with `fill` the block then
     /// enters the container cache (whole-key readers: set operations).
@@ -140,15 +109,13 @@ impl Txn {
         &self,
         db: u16,
         key: &[u8],
-        (version, s): (u64, Option<&BitmapSummary>),
+        version: u64,
         hi: u16,
         fill: bool,
     ) -> Result<Option<Bytes>> {
         let cc = &self.inner.ccache;
         if !cc.enabled() {
-            return Ok(self
-                .bm_block_at(db, key, (version, s), hi)?
-                .map(|(v, n)| Bytes::Owned(v, n)));
+            return Ok(self.bm_block_at(db, key, version, hi)?.map(Bytes::Owned));
         }
         if let Some(b) = cc.container(version, hi) {
             return Ok(Some(Bytes::Shared(b)));
@@ -159,16 +126,14 @@ impl Txn {
             }
         }
         if !fill {
-            return Ok(self
-                .bm_block_at(db, key, (version, s), hi)?
-                .map(|(v, n)| Bytes::Owned(v, n)));
+            return Ok(self.bm_block_at(db, key, version, hi)?.map(Bytes::Owned));
         }
         let snap = cc.snapshot(version);
-        match self.bm_block_at(db, key, (version, s), hi)? {
-            Some((v, n)) => {
+        match self.bm_block_at(db, key, version, hi)? {
+            Some(v) => {
                 // Validated once here (see `ContainerBytes for Bytes`).
                 let facts = BlockFacts::of(view(&v)?.as_ref());
-                let a = padded_with(&v, n, facts);
+                let a = padded_with(&v, facts);
                 cc.fill_container(version, hi, Arc::clone(&a), snap);
                 Ok(Some(Bytes::Shared(a)))
             }
@@ -203,7 +168,7 @@ impl Txn {
         for &b in d.iter() {
             let c = match cc.container(version, b) {
                 Some(c) => c,
-                None => match self.bm_get_stored(db, key, (version, Some(s)), b, true) {
+                None => match self.bm_get_stored(db, key, version, b, true) {
                     Ok(Some(Bytes::Shared(c))) => c,
                     _ => return None,
                 },
@@ -232,7 +197,11 @@ impl Txn {
             return None;
         }
         let scan = FillScan {
-            inner: Folded::new(self.data_iter(db, key, version, None, false), false),
+            inner: Unpacked::new(
+                self.data_iter(db, key, version, None, false),
+                false,
+                (0, u16::MAX),
+            ),
             cache: cc,
             version,
             snap: cc.snapshot(version),
@@ -244,8 +213,7 @@ impl Txn {
         cc.dir(version)
     }
 
-    /// The container of block `hi` of a key version, owned, with the
-    /// number of its delta entries.
+    /// The container of block `hi` of a key version, owned.
     pub(super) fn bm_container(
         &self,
         db: u16,
@@ -253,9 +221,9 @@ impl Txn {
         version: u64,
         hi: u16,
         s: Option<&BitmapSummary>,
-    ) -> Result<Option<(ContainerBuf, u16)>> {
+    ) -> Result<Option<ContainerBuf>> {
         match self.bm_get(db, key, version, hi, s)? {
-            Some(b) => Ok(Some((view(&b)?.to_buf(), b.deltas()))),
+            Some(b) => Ok(Some(view(&b)?.to_buf())),
             None => Ok(None),
         }
     }
@@ -276,14 +244,6 @@ impl Txn {
             && (self.data_overlay_is_empty()
                 || !self.data_overlay_has_prefix(&keys::data_prefix(db, key, version)))
     }
-}
-
-/// What the first entry at or after a block says of it.
-enum First {
-    /// The answer, without deltas: a page's container, or absent.
-    Found(Option<Vec<u8>>),
-    /// The block's own single entry `(subkey, value)`: its deltas may follow.
-    Single(Vec<u8>, Vec<u8>),
 }
 
 /// False when summary `s` rules block `hi` out: the key is empty or the

@@ -1,7 +1,6 @@
 //! How a container's new content is stored ([`Txn::bm_put`]): a rewrite of
-//! the entry that holds it (a page or a single, see `page`), with any delta
-//! entries an earlier build stored for it deleted; an emptied container
-//! deleted. Small edits of big containers are not stored here one by one:
+//! the entry that holds it (a page or a single, see `page`); an emptied
+//! container deleted. Small edits of big containers are not stored here one by one:
 //! the write-back tier keeps them (`write_back`), and this path writes a
 //! container whole.
 //! Contract: the [`Edit`]'s summary stays exact (census, sum, extremes: the
@@ -21,7 +20,6 @@ use crate::txn::Txn;
 use super::block_facts::BlockFacts;
 use super::bytes::join;
 use super::container_cache::padded_with;
-use super::delta;
 use super::page;
 use super::summary::{census, container_sum, Edit};
 use super::txn_state::WrittenBlock;
@@ -59,7 +57,7 @@ pub(super) struct Edits {
     edited: Vec<(u16, bool)>,
     new_min: Option<u32>,
     new_max: Option<u32>,
-    chunk: Vec<(u16, Option<ContainerBuf>, u16)>,
+    chunk: Vec<(u16, Option<ContainerBuf>)>,
     chunk_bytes: usize,
 }
 
@@ -87,8 +85,8 @@ impl Edits {
 }
 
 impl Txn {
-    /// Adds the edit of block `hi` from `old` (`n` delta entries stored by
-    /// an earlier build) to `new` to `edits`: counted in the summary at
+    /// Adds the edit of block `hi` from `old` to `new` to `edits`: counted
+    /// in the summary at
     /// once, queued for [`Txn::bm_place_many`] (stored once about
     /// [`EDIT_CHUNK_BYTES`] are queued, and by [`Txn::bm_finish_edits`]).
     /// `sum_delta`: the change of the offsets' sum when the caller knows it.
@@ -99,13 +97,13 @@ impl Txn {
         &mut self,
         (db, key, e): (u16, &[u8], &mut Edit),
         edits: &mut Edits,
-        (hi, old, new, n): (u16, Option<ContainerRef<'_>>, ContainerBuf, u16),
+        (hi, old, new): (u16, Option<ContainerRef<'_>>, ContainerBuf),
         sum_delta: Option<i128>,
     ) -> Result<()> {
         account(e, hi, (old, &new), sum_delta);
         edits.note(hi, &new);
         edits.chunk_bytes += new.as_bytes().len();
-        edits.chunk.push((hi, (!new.is_empty()).then_some(new), n));
+        edits.chunk.push((hi, (!new.is_empty()).then_some(new)));
         if edits.chunk_bytes >= EDIT_CHUNK_BYTES {
             self.bm_store_chunk(db, key, e, std::mem::take(&mut edits.chunk))?;
             edits.chunk_bytes = 0;
@@ -138,20 +136,10 @@ impl Txn {
         )
     }
 
-    /// Deletes the `n` delta entries of container `hi` (its container
-    /// entry is rewritten or deleted in the same batch).
-    pub(super) fn bm_drop_deltas(&mut self, db: u16, key: &[u8], e: &mut Edit, hi: u16, n: u16) {
-        for seq in 0..n {
-            self.data_delete(db, key, e.meta.version, &delta::delta_sub(hi, seq));
-        }
-        e.s.deltas = e.s.deltas.saturating_sub(u64::from(n));
-    }
-
     /// Replaces container `hi` (`old` = its previous content, `None` when
-    /// absent, with `n` delta entries stored by an earlier build) by `new`,
-    /// keeping the summary exact: the entry that holds the block is
-    /// rewritten (the block deleted from it when `new` is empty) and the
-    /// deltas deleted. `sum_delta`: the change of the offsets' sum when the caller knows
+    /// absent) by `new`, keeping the summary exact: the entry that holds
+    /// the block is rewritten (the block deleted from it when `new` is
+    /// empty). `sum_delta`: the change of the offsets' sum when the caller knows
     /// it (single-bit edits), else it is computed from both containers.
     /// `facts`: `new`'s [`BlockFacts`] when the caller has them at no cost
     /// (a single-bit edit of a cached container), for the container
@@ -162,7 +150,7 @@ impl Txn {
         key: &[u8],
         e: &mut Edit,
         hi: u16,
-        (old, new, n): (Option<ContainerRef<'_>>, &ContainerBuf, u16),
+        (old, new): (Option<ContainerRef<'_>>, &ContainerBuf),
         (sum_delta, facts): (Option<i128>, Option<BlockFacts>),
     ) -> Result<()> {
         let before = (e.s.card == 0, e.s.min, e.s.max);
@@ -170,10 +158,8 @@ impl Txn {
         let version = e.meta.version;
         if !(new.is_empty() && old.is_none()) {
             let stored = (!new.is_empty()).then(|| new.as_bytes());
-            let others_have_deltas = e.s.deltas > u64::from(n);
-            let dk = self.bm_place(db, key, version, hi, stored, others_have_deltas)?;
-            self.bm_drop_deltas(db, key, e, hi, n);
-            let now = stored.map(|b| padded_with(b, 0, facts));
+            let dk = self.bm_place(db, key, version, hi, stored)?;
+            let now = stored.map(|b| padded_with(b, facts));
             self.bm_note_stored(db, (version, hi, dk), now);
         }
         let new_min = new.as_ref().min().map(|lo| join(hi, lo));
@@ -263,9 +249,8 @@ impl Txn {
         version: u64,
         hi: u16,
         new: Option<&[u8]>,
-        others_have_deltas: bool,
     ) -> Result<Vec<u8>> {
-        let mut dks = self.bm_place_many(db, key, version, &[(hi, new)], others_have_deltas)?;
+        let mut dks = self.bm_place_many(db, key, version, &[(hi, new)])?;
         Ok(dks.pop().unwrap_or_default())
     }
 
@@ -278,11 +263,8 @@ impl Txn {
     /// inside its interval, or when a small container can join it (a page
     /// or a small single); edits past every entry join the key's last
     /// entry the same way; other edits are packed on their own, in the gap
-    /// before the entry. `others_have_deltas`: a block not edited here has
-    /// delta entries (only after singles; a small single with deltas, as
-    /// older stores wrote, is not joined). Returns, per edit, the data key
-    /// of the entry that holds (or held) its block. Delta entries of the
-    /// edited blocks are the caller's to delete.
+    /// before the entry. Returns, per edit, the data key of the entry that
+    /// holds (or held) its block.
     ///
     /// # Errors
     /// `Io`; `Corrupt` when an entry read breaks the layout.
@@ -292,11 +274,8 @@ impl Txn {
         key: &[u8],
         version: u64,
         edits: &[(u16, Option<&[u8]>)],
-        others_have_deltas: bool,
     ) -> Result<Vec<Vec<u8>>> {
-        let joinable = |v: &[u8]| {
-            page::is_page(v) || (v.len() < page::STANDALONE_BYTES && !others_have_deltas)
-        };
+        let joinable = |v: &[u8]| page::is_page(v) || v.len() < page::STANDALONE_BYTES;
         let small = |group: &[(u16, Option<&[u8]>)]| {
             group
                 .iter()
@@ -305,7 +284,7 @@ impl Txn {
         let entry_key = |sub: &[u8]| match *sub {
             [a, b] => Ok(u16::from_be_bytes([a, b])),
             _ => Err(StoreError::corrupt(
-                "bitmap delta entry without its container",
+                "a bitmap data entry whose subkey is not a block",
             )),
         };
         let mut dks = Vec::with_capacity(edits.len());
@@ -433,46 +412,39 @@ impl Txn {
         let version = e.meta.version;
         let mut edits = Edits::new(e);
         for hi in blocks {
-            let (old, n) = match self.bm_container(db, key, version, hi, Some(&e.s))? {
-                Some((c, n)) => (Some(c), n),
-                None => (None, 0),
-            };
+            let old = self.bm_container(db, key, version, hi, Some(&e.s))?;
             let mut new = old.clone().unwrap_or_default();
             f(hi, &mut new);
             if old.as_ref() == Some(&new) || (old.is_none() && new.is_empty()) {
                 continue;
             }
             let old = old.as_ref().map(ContainerBuf::as_ref);
-            self.bm_edit((db, key, e), &mut edits, (hi, old, new, n), None)?;
+            self.bm_edit((db, key, e), &mut edits, (hi, old, new), None)?;
         }
         self.bm_finish_edits(db, key, e, edits)
     }
 
-    /// Stores a chunk of [`Edits`]: `(block, new container
-    /// (`None`: emptied), its delta entries)`, ascending; drops their
-    /// deltas and records the blocks for later reads and the container
-    /// cache.
+    /// Stores a chunk of [`Edits`]: `(block, new container (`None`:
+    /// emptied))`, ascending; records the blocks for later reads and the
+    /// container cache.
     fn bm_store_chunk(
         &mut self,
         db: u16,
         key: &[u8],
         e: &mut Edit,
-        chunk: Vec<(u16, Option<ContainerBuf>, u16)>,
+        chunk: Vec<(u16, Option<ContainerBuf>)>,
     ) -> Result<()> {
         if chunk.is_empty() {
             return Ok(());
         }
         let version = e.meta.version;
-        let dropped: u64 = chunk.iter().map(|&(_, _, n)| u64::from(n)).sum();
-        let others_have_deltas = e.s.deltas > dropped;
         let refs: Vec<(u16, Option<&[u8]>)> = chunk
             .iter()
-            .map(|(hi, c, _)| (*hi, c.as_ref().map(ContainerBuf::as_bytes)))
+            .map(|(hi, c)| (*hi, c.as_ref().map(ContainerBuf::as_bytes)))
             .collect();
-        let dks = self.bm_place_many(db, key, version, &refs, others_have_deltas)?;
-        for ((hi, c, n), dk) in chunk.into_iter().zip(dks) {
-            self.bm_drop_deltas(db, key, e, hi, n);
-            let now = c.map(|c| padded_with(c.as_bytes(), 0, None));
+        let dks = self.bm_place_many(db, key, version, &refs)?;
+        for ((hi, c), dk) in chunk.into_iter().zip(dks) {
+            let now = c.map(|c| padded_with(c.as_bytes(), None));
             self.bm_note_stored(db, (version, hi, dk), now);
         }
         Ok(())

@@ -3,8 +3,8 @@
 //! every check on bytes read from the `Kv` and only the O(1) structure
 //! checks on bytes the engine encoded or the container cache validated when
 //! it took them ([`ContainerBytes`]); a bad container is `Corrupt`, never a
-//! panic. [`Bytes`] is either kind, with the number of delta entries stored
-//! beside the container. Also the offset arithmetic (`split`, `join`).
+//! panic. [`Bytes`] is either kind. Also the offset arithmetic (`split`,
+//! `join`).
 
 use std::sync::Arc;
 
@@ -13,8 +13,7 @@ use roaringd_bitmap::ContainerView;
 use crate::error::{Result, StoreError};
 
 use super::block_facts::BlockFacts;
-use super::container_cache::{deltas_of, facts_of, PAD};
-use super::delta::Folded;
+use super::container_cache::{facts_of, PAD};
 
 /// Values per container.
 pub(super) const BLOCK: u64 = 1 << 16;
@@ -61,7 +60,7 @@ impl ContainerBytes for Bytes {
     /// structure checks run again.
     fn checked_view(&self) -> Result<ContainerView<'_>> {
         match self {
-            Bytes::Owned(v, _) => v.checked_view(),
+            Bytes::Owned(v) => v.checked_view(),
             Bytes::Shared(a) => a.checked_view(),
         }
     }
@@ -86,41 +85,21 @@ pub(super) fn view<B: ContainerBytes + ?Sized>(bytes: &B) -> Result<ContainerVie
 /// Raw `(subkey, value)` data entries of one key version.
 pub(super) type RawEntries<'a> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + 'a>;
 
-/// The first container of `entries` with its deltas applied, as
-/// `(bytes, deltas)`, when it is `block`'s.
-pub(super) fn fold_first(entries: RawEntries<'_>, block: u16) -> Result<Option<(Vec<u8>, u16)>> {
-    match Folded::new(entries, false).next().transpose()? {
-        Some((b, v, n)) if b == block => Ok(Some((v, n))),
-        _ => Ok(None),
-    }
-}
-
-/// Container bytes as read, deltas applied: owned (from this `Txn`'s
-/// overlay or a `Kv` read that was not cached; with the number of delta
-/// entries stored for the container) or shared with the container cache
-/// (a [`padded`](super::container_cache::padded) value, which carries that number). Either way the same
+/// Container bytes as read: owned (from this `Txn`'s overlay or a `Kv`
+/// read that was not cached) or shared with the container cache (a
+/// [`padded`](super::container_cache::padded) value). Either way the same
 /// serialized bytes, parsed through [`view`] before use.
 #[derive(Clone, Debug)]
 pub(super) enum Bytes {
-    Owned(Vec<u8>, u16),
+    Owned(Vec<u8>),
     Shared(Arc<[u8]>),
-}
-
-impl Bytes {
-    /// Number of delta entries stored beside the container.
-    pub(super) fn deltas(&self) -> u16 {
-        match self {
-            Bytes::Owned(_, n) => *n,
-            Bytes::Shared(a) => deltas_of(a),
-        }
-    }
 }
 
 impl std::ops::Deref for Bytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            Bytes::Owned(v, _) => v,
+            Bytes::Owned(v) => v,
             Bytes::Shared(a) => &a[PAD..],
         }
     }

@@ -57,25 +57,24 @@ use std::sync::Arc;
 /// padding the container's payload (after its 4-byte header) is 8-aligned
 /// and the checked view borrows a bitset's words instead of copying them.
 /// The padding carries what is known of the container beside its bytes:
-/// bytes 0–1 the number of delta entries stored beside it (its bytes here
-/// have them applied); byte 2 is 1 when bytes 4–11 hold its
-/// [`BlockFacts`] (minimum, maximum, low sum; little-endian u16, u16,
-/// u32), else 0. Cached values are [`padded`] or [`padded_with`]; readers
-/// use `&value[PAD..]`, [`deltas_of`] and [`facts_of`].
+/// byte 2 is 1 when bytes 4–11 hold its [`BlockFacts`] (minimum,
+/// maximum, low sum; little-endian u16, u16, u32), else 0; bytes 0, 1
+/// and 3 are 0. Cached values are [`padded`] or [`padded_with`]; readers
+/// use `&value[PAD..]` and [`facts_of`].
 pub const PAD: usize = 12;
 
-/// `bytes` as a cached container value: [`PAD`] bytes (`deltas`, no
-/// facts), then `bytes`.
+/// `bytes` as a cached container value: [`PAD`] bytes (no facts), then
+/// `bytes`.
 #[must_use]
-pub fn padded(bytes: &[u8], deltas: u16) -> Arc<[u8]> {
-    padded_with(bytes, deltas, None)
+pub fn padded(bytes: &[u8]) -> Arc<[u8]> {
+    padded_with(bytes, None)
 }
 
 /// `bytes` as a cached container value carrying `facts`, which must be
 /// the facts of the container `bytes` encodes ([`BlockFacts::of`]).
 #[must_use]
-pub fn padded_with(bytes: &[u8], deltas: u16, facts: Option<BlockFacts>) -> Arc<[u8]> {
-    let mut a = padded_by(bytes.len(), deltas, |out| out.write_copy_of_slice(bytes));
+pub fn padded_with(bytes: &[u8], facts: Option<BlockFacts>) -> Arc<[u8]> {
+    let mut a = padded_by(bytes.len(), |out| out.write_copy_of_slice(bytes));
     if let Some(f) = facts {
         set_facts(
             Arc::get_mut(&mut a).expect("a new Arc has no other owner"),
@@ -85,7 +84,7 @@ pub fn padded_with(bytes: &[u8], deltas: u16, facts: Option<BlockFacts>) -> Arc<
     a
 }
 
-/// A cached container value (`deltas`, no facts) of `len` container
+/// A cached container value (no facts) of `len` container
 /// bytes, which `fill` writes in place and returns, initialized: one
 /// allocation, no intermediate copy (a `Vec` turned into an `Arc<[u8]>`
 /// is copied again).
@@ -95,15 +94,12 @@ pub fn padded_with(bytes: &[u8], deltas: u16, facts: Option<BlockFacts>) -> Arc<
 #[must_use]
 pub fn padded_by(
     len: usize,
-    deltas: u16,
     fill: impl for<'o> FnOnce(&'o mut [MaybeUninit<u8>]) -> &'o mut [u8],
 ) -> Arc<[u8]> {
     let mut a = Arc::<[u8]>::new_uninit_slice(PAD + len);
     let dst = Arc::get_mut(&mut a).expect("a new Arc has no other owner");
     let (head, body) = dst.split_at_mut(PAD);
-    let mut pad = [0u8; PAD];
-    pad[..2].copy_from_slice(&deltas.to_le_bytes());
-    head.write_copy_of_slice(&pad);
+    head.write_copy_of_slice(&[0u8; PAD]);
     let want = body.as_ptr().cast::<u8>();
     let done = fill(body);
     assert!(
@@ -134,12 +130,6 @@ pub fn set_facts(value: &mut [u8], f: BlockFacts) {
     value[4..6].copy_from_slice(&f.min.to_le_bytes());
     value[6..8].copy_from_slice(&f.max.to_le_bytes());
     value[8..12].copy_from_slice(&f.low_sum.to_le_bytes());
-}
-
-/// The delta entry count a [`padded`] value carries.
-#[must_use]
-pub fn deltas_of(value: &[u8]) -> u16 {
-    u16::from_le_bytes([value[0], value[1]])
 }
 
 /// The container facts a [`padded_with`] value carries, if any.
@@ -631,7 +621,7 @@ enum Written {
 impl Pending {
     /// Records the content of container `block` of `version` after this
     /// `Txn` (`None`: absent), written within the entry whose data key is
-    /// `dk` ([`padded_with`] bytes, no deltas); with `fill`, cached at
+    /// `dk` ([`padded_with`] bytes); with `fill`, cached at
     /// commit whether or not the block was cached.
     pub(crate) fn record_stored(
         &mut self,
@@ -794,7 +784,7 @@ mod tests {
     /// A write of `block` leaving `content` (`None`: absent), in the entry
     /// `dk`.
     fn record(p: &mut Pending, version: u64, block: u16, dk: Vec<u8>, content: Option<&[u8]>) {
-        p.record_stored((version, block, dk), content.map(|c| padded(c, 0)), false);
+        p.record_stored((version, block, dk), content.map(padded), false);
     }
 
     #[test]
@@ -873,12 +863,12 @@ mod tests {
         let c = ContainerCache::new(1 << 20);
         let mut p = Pending::default();
         p.record_dir(4, vec![1u16, 2].into());
-        p.record_stored((4, 1, b"a".to_vec()), Some(padded(&[1, 1], 0)), true);
+        p.record_stored((4, 1, b"a".to_vec()), Some(padded(&[1, 1])), true);
         // Written again later in the Txn: the later record says what stays.
-        p.record_stored((4, 2, b"b".to_vec()), Some(padded(&[2], 0)), true);
+        p.record_stored((4, 2, b"b".to_vec()), Some(padded(&[2])), true);
         p.record_stored((4, 2, b"b".to_vec()), None, true);
         // A later write recorded after the directory updates it.
-        p.record_stored((4, 7, b"c".to_vec()), Some(padded(&[7], 0)), true);
+        p.record_stored((4, 7, b"c".to_vec()), Some(padded(&[7])), true);
         let prep = c.prepare(p, |_| Some(None));
         assert!(c.dir(4).is_none() && c.container(4, 1).is_none());
         prep.apply(&c);
@@ -890,14 +880,14 @@ mod tests {
         let off = ContainerCache::new(0);
         let mut p = Pending::default();
         p.record_dir(4, vec![1u16].into());
-        p.record_stored((4, 1, b"a".to_vec()), Some(padded(&[1], 0)), true);
+        p.record_stored((4, 1, b"a".to_vec()), Some(padded(&[1])), true);
         off.prepare(p, |_| Some(Some(&[1][..]))).apply(&off);
         assert!(off.dir(4).is_none() && off.container(4, 1).is_none());
     }
 
     fn held(v: &[(u16, u8)]) -> Held {
         v.iter()
-            .map(|&(b, x)| (b, padded(&[x], 0)))
+            .map(|&(b, x)| (b, padded(&[x])))
             .collect::<Vec<_>>()
             .into()
     }
@@ -941,7 +931,7 @@ mod tests {
     fn a_held_fill_that_read_containers_during_a_commit_is_refused() {
         let c = ContainerCache::new(1 << 20);
         let s = c.snapshot(2);
-        c.fill_container(2, 0, padded(&[1], 0), s);
+        c.fill_container(2, 0, padded(&[1]), s);
         let mut p = Pending::default();
         record(&mut p, 2, 0, b"a".to_vec(), Some(&[2]));
         let prep = c.prepare(p, |_| Some(Some(&[2][..])));

@@ -94,14 +94,11 @@ fn table_bytes(capacity: usize) -> u64 {
 /// Tables of fewer slots are not shrunk ([`Dirty::remove_if`]).
 const SHRINK_MIN: usize = 64;
 
-/// A dirty container: padded bytes (`container_cache::padded`, deltas
-/// applied) and the delta entries still stored for it.
+/// A dirty container: padded bytes (`container_cache::padded`).
 #[derive(Clone)]
 pub struct DirtyBlock {
     /// The container as it is now (unless `negated`).
     pub bytes: Arc<[u8]>,
-    /// Delta entries of this block in the `Kv` (their edits are in `bytes`).
-    pub stored_deltas: u16,
     /// The container is the complement of `bytes` over the whole block, a
     /// run container: a TR.FLIPRANGE over the whole block flips this
     /// instead of rewriting the runs ([`Dirty::record_many`]'s
@@ -111,13 +108,11 @@ pub struct DirtyBlock {
 }
 
 impl DirtyBlock {
-    /// The container `bytes` (padded), with `stored_deltas` delta entries
-    /// stored for it.
+    /// The container `bytes` (padded).
     #[must_use]
-    pub fn new(bytes: Arc<[u8]>, stored_deltas: u16) -> Self {
+    pub fn new(bytes: Arc<[u8]>) -> Self {
         DirtyBlock {
             bytes,
-            stored_deltas,
             negated: false,
         }
     }
@@ -137,7 +132,7 @@ impl DirtyBlock {
             Err(_) => return 0,
         };
         c.flip_range(0, u16::MAX);
-        self.bytes = padded_with(c.as_bytes(), self.stored_deltas, BlockFacts::of(c.as_ref()));
+        self.bytes = padded_with(c.as_bytes(), BlockFacts::of(c.as_ref()));
         self.negated = false;
         self.bytes.len() as i64 - before
     }
@@ -187,7 +182,7 @@ pub struct WholeFlip {
 }
 
 /// A TR.BITOP result's containers as the tier keeps them: ascending by
-/// block, padded (`container_cache::padded_with`, no deltas), shared with
+/// block, padded (`container_cache::padded_with`), shared with
 /// the result's log record (and with the container cache where a block is
 /// a source's own).
 pub type ValueBlocks = Arc<[(u16, Arc<[u8]>)]>;
@@ -201,8 +196,7 @@ pub enum Blocks {
     /// Edited containers by block (empty only before the first edit;
     /// an empty map allocates nothing).
     Map(FxHashMap<u16, DirtyBlock>),
-    /// A TR.BITOP result's, none with delta entries stored: kept as its
-    /// log record holds them (no map is built, no container shared
+    /// A TR.BITOP result's: kept as its log record holds them (no map is built, no container shared
     /// again) until an edit turns them into a map.
     Value(ValueBlocks),
 }
@@ -224,36 +218,35 @@ impl Blocks {
         self.len() == 0
     }
 
-    /// Block `hi`'s container and its stored delta entries, if here.
+    /// Block `hi`'s container, if here.
     #[must_use]
-    pub fn find(&self, hi: u16) -> Option<(&Arc<[u8]>, u16)> {
+    pub fn find(&self, hi: u16) -> Option<&Arc<[u8]>> {
         match self {
-            Blocks::One(..) | Blocks::Map(_) => self.get(hi).map(|b| (&b.bytes, b.stored_deltas)),
+            Blocks::One(..) | Blocks::Map(_) => self.get(hi).map(|b| &b.bytes),
             Blocks::Value(v) => v
                 .binary_search_by_key(&hi, |(b, _)| *b)
                 .ok()
-                .map(|i| (&v[i].1, 0)),
+                .map(|i| &v[i].1),
         }
     }
 
-    /// Every container: `(block, container, stored delta entries)`, in no
-    /// particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (u16, &Arc<[u8]>, u16)> + '_ {
+    /// Every container: `(block, container)`, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, &Arc<[u8]>)> + '_ {
         let (one, map, value) = match self {
             Blocks::One(hi, b) => (Some((*hi, b)), None, None),
             Blocks::Map(m) => (None, Some(m), None),
             Blocks::Value(v) => (None, None, Some(v)),
         };
         one.into_iter()
-            .map(|(hi, b)| (hi, &b.bytes, b.stored_deltas))
+            .map(|(hi, b)| (hi, &b.bytes))
             .chain(
                 map.into_iter()
-                    .flat_map(|m| m.iter().map(|(&hi, b)| (hi, &b.bytes, b.stored_deltas))),
+                    .flat_map(|m| m.iter().map(|(&hi, b)| (hi, &b.bytes))),
             )
             .chain(
                 value
                     .into_iter()
-                    .flat_map(|v| v.iter().map(|(hi, b)| (*hi, b, 0))),
+                    .flat_map(|v| v.iter().map(|(hi, b)| (*hi, b))),
             )
     }
 
@@ -313,7 +306,7 @@ impl Blocks {
         if let Blocks::Value(v) = self {
             let m: FxHashMap<u16, DirtyBlock> = v
                 .iter()
-                .map(|(hi, b)| (*hi, DirtyBlock::new(Arc::clone(b), 0)))
+                .map(|(hi, b)| (*hi, DirtyBlock::new(Arc::clone(b))))
                 .collect();
             *self = Blocks::Map(m);
         }
@@ -368,7 +361,7 @@ impl DirtyKey {
             + self
                 .blocks
                 .iter()
-                .map(|(_, b, _)| b.len() as u64 + BLOCK_COST)
+                .map(|(_, b)| b.len() as u64 + BLOCK_COST)
                 .sum::<u64>()
     }
 }
@@ -527,12 +520,9 @@ impl Dirty {
             // marked, then handed out.
             Blocks::One(..) | Blocks::Map(_) => d.blocks.get_mut(hi).map(|b| {
                 self.add_bytes(b.materialize());
-                DirtyBlock::new(Arc::clone(&b.bytes), b.stored_deltas)
+                DirtyBlock::new(Arc::clone(&b.bytes))
             }),
-            Blocks::Value(_) => d
-                .blocks
-                .find(hi)
-                .map(|(b, n)| DirtyBlock::new(Arc::clone(b), n)),
+            Blocks::Value(_) => d.blocks.find(hi).map(|b| DirtyBlock::new(Arc::clone(b))),
         };
         match found {
             Some(b) => Some(Some(b)),
@@ -552,10 +542,7 @@ impl Dirty {
         let d = s.get(mk).filter(|d| d.meta.version == version)?;
         match &d.blocks {
             Blocks::One(..) | Blocks::Map(_) => d.blocks.get(hi).cloned(),
-            Blocks::Value(_) => d
-                .blocks
-                .find(hi)
-                .map(|(b, n)| DirtyBlock::new(Arc::clone(b), n)),
+            Blocks::Value(_) => d.blocks.find(hi).map(|b| DirtyBlock::new(Arc::clone(b))),
         }
     }
 
@@ -741,7 +728,7 @@ impl Dirty {
                 && !d.blocks.any_negated()
                 && d.blocks.len() == blocks.len()
                 && blocks.iter().all(|(hi, b)| {
-                    d.blocks.find(*hi).is_some_and(|(x, _)| {
+                    d.blocks.find(*hi).is_some_and(|x| {
                         &x[crate::types::bitmap::container_cache::PAD..] == b.as_ref()
                     })
                 })
@@ -1141,10 +1128,7 @@ mod tests {
             b.iter().collect::<Vec<u32>>(),
             model.iter().copied().collect::<Vec<_>>()
         );
-        assert_eq!(
-            BitmapSummary { deltas: 0, ..s },
-            crate::types::bitmap::summary_of_bitmap(&b)
-        );
+        assert_eq!(s, crate::types::bitmap::summary_of_bitmap(&b));
         // The counted bytes followed every block written out.
         st.checkpoint().unwrap();
         assert!(st.inner.dirty.is_empty());
@@ -2123,7 +2107,7 @@ mod tests {
                         let want = crate::types::bitmap::summary_of_bitmap(&b);
                         // Extremes mean nothing in an empty bitmap.
                         let (min, max) = if got.card == 0 { (0, 0) } else { (got.min, got.max) };
-                        proptest::prop_assert_eq!(BitmapSummary { deltas: 0, min, max, ..got }, want);
+                        proptest::prop_assert_eq!(BitmapSummary { min, max, ..got }, want);
                     }
                     Step::Bits(k, offs, set, fast) => {
                         let mut t = if fast {

@@ -6,10 +6,7 @@
 //! block (high 16 bits) as 2 bytes big-endian, so entries sort numerically;
 //! value = that block's container as the bitmap engine serializes it (a
 //! single), or a page of several small containers whose last block is the
-//! subkey's. A single that an earlier build edited may also carry up to
-//! [`delta::MAX_DELTAS`] delta entries (small edits stored beside it, see
-//! [`delta`]; this build never writes one); every read sees the container
-//! with them applied. Stored bytes are untrusted: every read goes through
+//! subkey's. Stored bytes are untrusted: every read goes through
 //! [`ContainerView::parse`](roaringd_bitmap::ContainerView::parse), and a bad entry is `Corrupt`, never a panic.
 //!
 //! Costs: TR.BITCOUNT (whole key), TR.MIN, TR.MAX, TR.STAT read `meta` only;
@@ -33,13 +30,14 @@
 //!   meta summary, exact after every write.
 //! - `block_read` and `block_write`: one container of a key version,
 //!   read through this `Txn`'s writes, the dirty map, the container cache
-//!   and the `Kv`; stored as a delta entry or a rewrite.
+//!   and the `Kv`; stored by a rewrite of the entry that holds it.
 //! - `stream`: a key version's containers in block order.
 //! - The commands: `reads`, `bit_writes`, `range_writes`,
 //!   `setops` (TR.BITOP and the other multi-key operations).
 //! - `write_back`: the write-back tier's paths on a `Txn`.
 //!
-//! The machinery only bitmaps use: [`page`] (packed pages), [`delta`] (delta entries),
+//! The machinery only bitmaps use: [`page`] (packed pages), [`delta`] (delta entries of
+//! earlier store formats, folded at open),
 //! [`block_facts`] and [`container_cache`] (the in-process cache of
 //! containers), [`dirty`] and [`oplog`] (the write-back tier's dirty map
 //! and operation log).

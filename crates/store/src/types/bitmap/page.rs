@@ -32,8 +32,9 @@
 //! block intervals in key order (an entry's blocks all lie above the
 //! previous entry's key), so the container of block `b` is in the first
 //! entry whose key is at or after `b`, or nowhere; a container of
-//! [`STANDALONE_BYTES`] or more is a single (and only a single may carry
-//! delta entries, see [`super::delta`]); a page's bytes stay under
+//! [`STANDALONE_BYTES`] or more is a single; every data subkey is a block
+//! (2 bytes: delta entries of earlier formats are folded at open, see
+//! [`super::delta`]); a page's bytes stay under
 //! [`PAGE_BYTES`] unless one container alone passes it.
 
 use std::collections::VecDeque;
@@ -48,8 +49,8 @@ pub(super) const PAGE_TAG: u8 = 0x20;
 /// Bytes before a page's block list.
 const HEADER: usize = 4;
 
-/// Containers from this size on are stored as singles (which earlier
-/// builds gave delta entries, `delta`); smaller ones share pages.
+/// Containers from this size on are stored as singles; smaller ones share
+/// pages.
 pub const STANDALONE_BYTES: usize = 512;
 
 /// A page is closed once adding the next container would pass this many
@@ -156,15 +157,15 @@ pub(super) fn containers(key: u16, value: &[u8]) -> Result<Containers> {
 /// entry ending at the block of the largest bit (a version's last entry
 /// always does), which holds it all when it holds as many containers as
 /// the summary counts (checked whole, as [`containers`] reads it). `None`
-/// for another type, a bitmap without data or with delta entries, or a
-/// meta that does not decode (the scan then meets it).
+/// for another type, a bitmap without data, or a meta that does not
+/// decode (the scan then meets it).
 #[must_use]
 pub(crate) fn whole_entry(meta: &[u8]) -> Option<WholeEntry> {
     let m = KeyMeta::decode(meta).ok()?;
     let Summary::Bitmap(s) = m.summary else {
         return None;
     };
-    if s.card == 0 || s.deltas != 0 {
+    if s.card == 0 {
         return None;
     }
     let key = (s.max >> 16) as u16;
@@ -352,19 +353,20 @@ impl<'a> Packer<'a> {
     }
 }
 
-/// Raw `(subkey, value)` entries of a key version with every page
-/// expanded into its containers (one `(block, container)` entry each), in
-/// the order of the scan (descending when `reverse`), limited to blocks
-/// in `lo..=hi`: entries below the window are skipped, and the scan ends
-/// at the first entry past it. Singles and delta entries pass through
-/// unchanged. A container out of order (a page overlapping its neighbour)
-/// is `Corrupt`.
+/// A key version's containers from its raw `(subkey, value)` entries, one
+/// `(block, container bytes)` per item, every page expanded, in the order
+/// of the scan (descending when `reverse`), limited to blocks in
+/// `lo..=hi`: entries below the window are skipped, and the scan ends at
+/// the first entry past it. A single's bytes pass through unchecked (the
+/// caller's view checks them). `Corrupt`: a container out of order (a
+/// page overlapping its neighbour), a subkey that is not 2 bytes (a delta
+/// entry of an earlier store format is folded at open, `delta`).
 pub struct Unpacked<I> {
     inner: I,
     reverse: bool,
     lo: u16,
     hi: u16,
-    ready: VecDeque<(Vec<u8>, Vec<u8>)>,
+    ready: VecDeque<(u16, Vec<u8>)>,
     last: Option<u16>,
     done: bool,
 }
@@ -400,7 +402,7 @@ where
 
     /// Queues container `(block, bytes)` when within the window; checks
     /// the scan order. Returns false once past the window.
-    fn push(&mut self, block: u16, sub: Vec<u8>, value: Vec<u8>) -> Result<bool> {
+    fn push(&mut self, block: u16, value: Vec<u8>) -> Result<bool> {
         if let Some(l) = self.last {
             if (block <= l && !self.reverse) || (block >= l && self.reverse) {
                 return Err(corrupt("entries overlap"));
@@ -411,7 +413,7 @@ where
             std::cmp::Ordering::Less => Ok(true),
             std::cmp::Ordering::Greater => Ok(false),
             std::cmp::Ordering::Equal => {
-                self.ready.push_back((sub, value));
+                self.ready.push_back((block, value));
                 Ok(true)
             }
         }
@@ -424,21 +426,12 @@ where
                 break;
             };
             let (sub, value) = e?;
-            let Some(block) = sub.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
-                return Err(corrupt("a bitmap data entry with a short subkey"));
+            let [a, b] = sub[..] else {
+                return Err(corrupt("a bitmap data entry whose subkey is not a block"));
             };
-            if sub.len() != 2 {
-                // A delta entry: it goes with its single, which the window
-                // took or skipped.
-                match self.place(block) {
-                    std::cmp::Ordering::Less => {}
-                    std::cmp::Ordering::Greater => self.done = true,
-                    std::cmp::Ordering::Equal => self.ready.push_back((sub, value)),
-                }
-                continue;
-            }
+            let block = u16::from_be_bytes([a, b]);
             if !is_page(&value) {
-                if !self.push(block, sub, value)? {
+                if !self.push(block, value)? {
                     self.done = true;
                 }
                 continue;
@@ -449,7 +442,7 @@ where
             }
             let mut past = false;
             for (b, c) in all {
-                if !self.push(b, b.to_be_bytes().to_vec(), c)? {
+                if !self.push(b, c)? {
                     past = true;
                     break;
                 }
@@ -466,7 +459,7 @@ impl<I> Iterator for Unpacked<I>
 where
     I: Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>,
 {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    type Item = Result<(u16, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if let Err(e) = self.fill() {
@@ -509,9 +502,7 @@ mod tests {
         } else {
             Box::new(e.iter().cloned().map(Ok))
         };
-        Unpacked::new(it, reverse, w)
-            .map(|r| r.map(|(s, v)| (u16::from_be_bytes([s[0], s[1]]), v)))
-            .collect()
+        Unpacked::new(it, reverse, w).collect()
     }
 
     #[test]

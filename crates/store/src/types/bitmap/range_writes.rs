@@ -13,7 +13,6 @@ use crate::meta::Kind;
 use crate::txn::{take_chunk, Txn};
 
 use super::bytes::{split, view, BLOCK};
-use super::delta::FoldedBlock;
 use super::summary::summary_of_bitmap;
 
 /// A range write of TR.SETRANGE / TR.FLIPRANGE.
@@ -132,8 +131,7 @@ impl Txn {
     }
 
     /// TR.OPTIMIZE: re-encodes each container in its smallest form (runs
-    /// where strictly smaller) and folds every delta entry into its
-    /// container. `None` when the key is missing.
+    /// where strictly smaller). `None` when the key is missing.
     ///
     /// # Errors
     /// `WrongType`.
@@ -146,23 +144,23 @@ impl Txn {
         let mut from = Some(0u16);
         while let Some(at) = from {
             let scan = self.bm_scan(db, key, e.meta.version, (at, false));
-            let blocks: Vec<FoldedBlock> = take_chunk(scan, OPTIMIZE_CHUNK_BYTES, |b| b.1.len())?;
-            let Some(&(last, _, _)) = blocks.last() else {
+            let blocks: Vec<(u16, Vec<u8>)> =
+                take_chunk(scan, OPTIMIZE_CHUNK_BYTES, |b| b.1.len())?;
+            let Some(&(last, _)) = blocks.last() else {
                 break;
             };
             from = last.checked_add(1);
-            for (hi, bytes, n) in blocks {
+            for (hi, bytes) in blocks {
                 let old = view(&bytes)?.to_buf();
                 let mut new = old.clone();
                 new.optimize();
-                // A rewrite also folds the container's deltas.
-                if new != old || n > 0 {
+                if new != old {
                     self.bm_put(
                         db,
                         key,
                         &mut e,
                         hi,
-                        (Some(old.as_ref()), &new, n),
+                        (Some(old.as_ref()), &new),
                         (Some(0), None),
                     )?;
                 }

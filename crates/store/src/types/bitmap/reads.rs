@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::txn::Txn;
 
 use super::bytes::{corrupt, join, split, view, Bytes, BLOCK};
-use super::delta::Folded;
+use super::page::Unpacked;
 use super::stream::{head, take};
 use super::summary::key_bytes;
 
@@ -406,8 +406,9 @@ impl Txn {
             return Ok(None);
         };
         let mut pairs = Vec::new();
-        for e in Folded::new(self.data_iter(db, key, version, None, false), false) {
-            let (hi, bytes, _) = e?;
+        let scan = self.data_iter(db, key, version, None, false);
+        for e in Unpacked::new(scan, false, (0, u16::MAX)) {
+            let (hi, bytes) = e?;
             pairs.push((hi, view(&bytes)?.to_buf()));
         }
         Bitmap::from_containers(pairs).map(Some).map_err(corrupt)

@@ -19,7 +19,7 @@ use crate::txn::Txn;
 
 use super::block_facts::BlockFacts;
 use super::bytes::{cached_facts, split, view, Bytes};
-use super::container_cache::{deltas_of, facts_of, padded, padded_with, PAD};
+use super::container_cache::{facts_of, padded, padded_with, PAD};
 use super::page;
 use super::stream::{head, skip_below, take, Stream};
 use super::summary::{
@@ -67,19 +67,19 @@ impl Piece<'_> {
         }
     }
 
-    /// The container `r` (this piece's) as a padded value with no delta
-    /// count, carrying its facts ([`BlockFacts::of`]), and those facts: a
+    /// The container `r` (this piece's) as a padded value carrying its
+    /// facts ([`BlockFacts::of`]), and those facts: a
     /// source's container cache entry itself where it is one with facts
     /// (shared, not copied: cache values are immutable; its values are
     /// not read), else a copy.
     fn kept(&self, r: ContainerRef<'_>) -> (Option<BlockFacts>, Arc<[u8]>) {
         if let Piece::Source(Bytes::Shared(a)) = self {
-            if let (0, Some(f)) = (deltas_of(a), facts_of(a)) {
+            if let Some(f) = facts_of(a) {
                 return (Some(f), Arc::clone(a));
             }
         }
         let f = self.facts().or_else(|| BlockFacts::of(r));
-        (f, padded_with(self.bytes(), 0, f))
+        (f, padded_with(self.bytes(), f))
     }
 }
 
@@ -399,12 +399,9 @@ impl Txn {
         };
         let mut kept = vec![false; packed.len()];
         let mut gone: Vec<(u16, u16)> = Vec::new();
-        for (i, (sub, v)) in old.iter().enumerate() {
-            let has_deltas = old
-                .get(i + 1)
-                .is_some_and(|(n, _)| n.len() == 4 && n[..2] == sub[..]);
+        for (sub, v) in &old {
             match new_at(sub) {
-                Some(j) if !has_deltas && packed[j].1 == *v => kept[j] = true,
+                Some(j) if packed[j].1 == *v => kept[j] = true,
                 Some(_) => {}
                 None => self.data_delete(db, dest, version, sub),
             }
@@ -437,7 +434,7 @@ impl Txn {
                 let dk = keys::data_key(db, dest, version, &packed[j].0.to_be_bytes());
                 self.bm
                     .cc_pending
-                    .record_stored((version, *hi, dk), Some(padded(bytes, 0)), fill);
+                    .record_stored((version, *hi, dk), Some(padded(bytes)), fill);
             }
         }
         for ((k, v), kept) in packed.into_iter().zip(kept) {

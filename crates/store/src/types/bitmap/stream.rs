@@ -5,7 +5,7 @@
 //! from a `Kv` scan that fills the cache ([`FillScan`]). Contract: [`head`]
 //! peeks the next block, [`take`] returns its container, [`skip_below`]
 //! steps over blocks without reading them; each stored container comes
-//! once, deltas applied.
+//! once.
 
 use std::iter::Peekable;
 use std::ops::Bound;
@@ -18,8 +18,7 @@ use crate::txn::Txn;
 use super::block_facts::BlockFacts;
 use super::bytes::{join, view, Bytes, RawEntries};
 use super::container_cache::{padded_with, prefetch, ContainerCache, Held, Snap};
-use super::delta::{self, Folded, FoldedBlock};
-use super::page;
+use super::page::{self, Unpacked};
 use super::summary::key_bytes;
 
 /// One source's containers in stream order (block order, or its reverse).
@@ -105,7 +104,7 @@ pub(super) fn skip_below(s: &mut Stream<'_>, target: u16) -> Result<()> {
     Ok(())
 }
 
-/// A `Kv` scan of a key version's containers (deltas applied) that fills
+/// A `Kv` scan of a key version's containers that fills
 /// the container cache as it goes and, when `dir` and the scan runs to its
 /// end, the key version's directory. Fills are refused if a container
 /// commit ran since `snap` (see `container_cache`).
@@ -120,7 +119,7 @@ pub(super) struct FillScan<'a, I> {
 
 impl<I> Iterator for FillScan<'_, I>
 where
-    I: Iterator<Item = Result<FoldedBlock>>,
+    I: Iterator<Item = Result<(u16, Vec<u8>)>>,
 {
     type Item = Result<(u16, Bytes)>;
 
@@ -136,7 +135,7 @@ where
                 self.dir = None;
                 Some(Err(e))
             }
-            Some(Ok((hi, v, n))) => {
+            Some(Ok((hi, v))) => {
                 if let Some(d) = self.dir.as_mut() {
                     d.push(hi);
                 }
@@ -149,7 +148,7 @@ where
                         return Some(Err(e));
                     }
                 };
-                let a = padded_with(&v, n, facts);
+                let a = padded_with(&v, facts);
                 self.cache
                     .fill_container(self.version, hi, Arc::clone(&a), self.snap);
                 Some(Ok((hi, Bytes::Shared(a))))
@@ -218,12 +217,11 @@ impl Txn {
                     d[start..].to_vec()
                 };
                 let key = key.to_vec();
-                let s = *s;
                 return Stream::Dir {
                     blocks,
                     pos: 0,
                     fetch: Box::new(move |hi| {
-                        self.bm_get_stored(db, &key, (version, Some(&s)), hi, fill)?
+                        self.bm_get_stored(db, &key, version, hi, fill)?
                             .ok_or_else(|| {
                                 StoreError::corrupt(
                                     "bitmap container directory names a container that is not stored",
@@ -243,12 +241,12 @@ impl Txn {
                 dir: (from == 0 && !reverse).then(Vec::new),
             })
         } else {
-            Box::new(scan.map(|r| r.map(|(hi, v, n)| (hi, Bytes::Owned(v, n)))))
+            Box::new(scan.map(|r| r.map(|(hi, v)| (hi, Bytes::Owned(v)))))
         };
         Stream::Scan(it.peekable())
     }
 
-    /// A key version's containers, folded, from block `from` on (down to
+    /// A key version's containers from block `from` on (down to
     /// block 0 when `reverse`), as this `Txn` sees them: a scan of the
     /// entries at or after `from` going up (a page holding earlier blocks
     /// too is passed through its window); going down, the page that holds
@@ -259,27 +257,26 @@ impl Txn {
         key: &[u8],
         version: u64,
         (from, reverse): (u16, bool),
-    ) -> Folded<RawEntries<'_>> {
+    ) -> Unpacked<RawEntries<'_>> {
         if !reverse {
-            // Past block `from - 1`'s last possible delta.
-            let after = from
-                .checked_sub(1)
-                .map(|b| delta::delta_sub(b, u16::MAX).to_vec());
-            let scan = self.data_iter(db, key, version, after.as_deref(), false);
-            return Folded::within(Box::new(scan), false, (from, u16::MAX));
+            // Past block `from - 1`.
+            let after = from.checked_sub(1).map(u16::to_be_bytes);
+            let after = after.as_ref().map(|b| &b[..]);
+            let scan = self.data_iter(db, key, version, after, false);
+            return Unpacked::new(Box::new(scan), false, (from, u16::MAX));
         }
         let Some(next) = from.checked_add(1) else {
             let scan = self.data_iter(db, key, version, None, true);
-            return Folded::new(Box::new(scan), true);
+            return Unpacked::new(Box::new(scan), true, (0, u16::MAX));
         };
-        let past = delta::delta_sub(from, u16::MAX);
+        let past = from.to_be_bytes();
         let holder = match self.data_first(db, key, version, Bound::Excluded(&past), false) {
-            Ok(Some((sub, v))) if sub.len() == 2 && page::is_page(&v) => Some(Ok((sub, v))),
+            Ok(Some((sub, v))) if page::is_page(&v) => Some(Ok((sub, v))),
             Ok(_) => None,
             Err(e) => Some(Err(e)),
         };
         let below = self.data_iter(db, key, version, Some(&next.to_be_bytes()), true);
-        Folded::within(Box::new(holder.into_iter().chain(below)), true, (0, from))
+        Unpacked::new(Box::new(holder.into_iter().chain(below)), true, (0, from))
     }
 
     /// [`Txn::bm_stream`] for a single-key reader (TR.RANGE, TR.RANK, ...):

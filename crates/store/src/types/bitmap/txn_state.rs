@@ -24,9 +24,9 @@ use super::oplog::{LogChunks, OwnRecords};
 /// A bitmap container as a `Txn` left it ([`BitmapTxnState::written`]).
 #[derive(Debug)]
 pub(super) enum WrittenBlock {
-    /// Deleted, with its deltas.
+    /// Deleted.
     Gone,
-    /// The container as stored now (no deltas), padded
+    /// The container as stored now, padded
     /// ([`padded`](super::container_cache::padded)), as the container
     /// cache holds it. The bytes are a `ContainerBuf`'s own encoding (read
     /// back without the full validation, as cache entries are:

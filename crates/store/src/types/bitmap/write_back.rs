@@ -22,8 +22,7 @@ use crate::txn::Txn;
 
 use super::block_facts::{low_sum, range_low_sum, BlockFacts};
 use super::bytes::{cached_facts, split, view, Bytes, ContainerBytes};
-use super::container_cache::{deltas_of, facts_of, padded, padded_by, padded_with, set_facts, PAD};
-use super::delta;
+use super::container_cache::{padded, padded_by, padded_with, set_facts, PAD};
 use super::page;
 use super::range_writes::{block_part, range_edit, RangeOp};
 use super::setops::KeptBlocks;
@@ -48,20 +47,20 @@ struct DirtyBlocks {
 }
 
 impl DirtyBlocks {
-    /// Block `hi` goes from `old` to `new` (its stored deltas: `n`):
-    /// counted in summary `s`'s census and kept.
+    /// Block `hi` goes from `old` to `new`: counted in summary `s`'s census
+    /// and kept.
     /// `facts`, when given, are `new`'s ([`BlockFacts::of`]), kept with it.
     fn push(
         &mut self,
         s: &mut BitmapSummary,
         hi: u16,
-        (old, new, n): (ContainerRef<'_>, &ContainerBuf, u16),
+        (old, new): (ContainerRef<'_>, &ContainerBuf),
         facts: Option<BlockFacts>,
     ) {
         census(s, old, false);
         census(s, new.as_ref(), true);
         self.room += (PAD + new.as_bytes().len()) as u64;
-        let block = dirty::DirtyBlock::new(padded_with(new.as_bytes(), n, facts), n);
+        let block = dirty::DirtyBlock::new(padded_with(new.as_bytes(), facts));
         self.blocks.push((hi, block));
     }
 }
@@ -102,7 +101,6 @@ impl Txn {
                 false => None,
             });
         };
-        let n = old_bytes.deltas();
         let old_facts = cached_facts(&old_bytes);
         let old_view = view(&old_bytes)?;
         let old = old_view.as_ref();
@@ -165,11 +163,11 @@ impl Txn {
                     let w = old.plan_point_write(lo, value).ok_or_else(|| {
                         StoreError::corrupt("a dirty container changed under its key's lock")
                     })?;
-                    let mut bytes = padded_by(w.encoded_len(), n, |out| w.write(out));
+                    let mut bytes = padded_by(w.encoded_len(), |out| w.write(out));
                     if let Some(f) = facts {
                         set_facts(Arc::get_mut(&mut bytes).expect("a new Arc"), f);
                     }
-                    let block = dirty::DirtyBlock::new(bytes, n);
+                    let block = dirty::DirtyBlock::new(bytes);
                     dirty.record(&mk, meta, hi, block, seq);
                 }
             }
@@ -184,7 +182,7 @@ impl Txn {
                 if !dirty.has_room((PAD + w.encoded_len()) as u64) {
                     return Ok(None);
                 }
-                padded_by(w.encoded_len(), n, |out| w.write(out))
+                padded_by(w.encoded_len(), |out| w.write(out))
             }
             None => {
                 let mut new = old.to_buf();
@@ -196,7 +194,7 @@ impl Txn {
                 if new.is_empty() || !dirty.has_room((PAD + new.as_bytes().len()) as u64) {
                     return Ok(None);
                 }
-                padded(new.as_bytes(), n)
+                padded(new.as_bytes())
             }
         };
         let new = bytes.checked_view()?;
@@ -207,7 +205,7 @@ impl Txn {
         if let Some(f) = old_facts.and_then(|f| f.after_flip(new, lo, value)) {
             set_facts(Arc::get_mut(&mut bytes).expect("a new Arc"), f);
         }
-        let block = dirty::DirtyBlock::new(bytes, n);
+        let block = dirty::DirtyBlock::new(bytes);
         // The room was checked when the bytes were made.
         let version = m.version;
         let one = DirtyBlocks {
@@ -345,7 +343,6 @@ impl Txn {
             let old = old_view
                 .as_ref()
                 .map_or(ContainerRef::Array(&[]), |v| v.as_ref());
-            let n = old_bytes.as_ref().map_or(0, Bytes::deltas);
             let flips = |&v: &u32| old.contains(split(v).1) != set;
             if !group.iter().any(flips) {
                 continue;
@@ -366,7 +363,7 @@ impl Txn {
             if new.is_empty() {
                 return Ok(None);
             }
-            out.push(&mut s, hi, (old, &new, n), None);
+            out.push(&mut s, hi, (old, &new), None);
         }
         if changed == 0 {
             return Ok(Some((s.card, 0)));
@@ -494,8 +491,7 @@ impl Txn {
             let facts = extremes
                 .zip(new_low)
                 .map(|((min, max), low_sum)| BlockFacts { min, max, low_sum });
-            let n = old_bytes.as_ref().map_or(0, Bytes::deltas);
-            out.push(&mut s, hi, (old, &new, n), facts);
+            out.push(&mut s, hi, (old, &new), facts);
         }
         if out.blocks.is_empty() && out.toggles.is_empty() {
             return Ok(Some(s.card));
@@ -571,8 +567,7 @@ impl Txn {
     }
 
     /// Absorbs dirty key `mk` (meta key) into this `Txn`, if dirty: each
-    /// dirty container is written as its entry with its stored deltas
-    /// deleted, the meta with the lowered delta count, and the `wb` entry
+    /// dirty container is written as its entry, the meta, and the `wb` entry
     /// of its last log record; the dirty entry is dropped after the
     /// commit (`docs/architecture.md`, "The write-back tier", Absorb).
     pub(crate) fn bm_absorb(&mut self, mk: &[u8]) {
@@ -593,36 +588,20 @@ impl Txn {
             self.bm.failed.get_or_insert(e);
             return;
         }
-        let mut s = summary_of(&d.meta);
+        let s = summary_of(&d.meta);
         // In block order: the packer and `bm_place_many` take containers
         // ascending (the dirty map holds them in no order).
         let mut blocks: Vec<_> = d.blocks.iter().collect();
-        blocks.sort_unstable_by_key(|&(hi, _, _)| hi);
-        for &(hi, _, stored_deltas) in &blocks {
-            for seq in 0..stored_deltas {
-                self.data_delete(db, &key, version, &delta::delta_sub(hi, seq));
-            }
-        }
-        let dropped: u64 = blocks.iter().map(|&(_, _, n)| u64::from(n)).sum();
-        s.deltas = s.deltas.saturating_sub(dropped);
-        // The block's bytes and facts as the tier holds them (no delta
-        // entries now).
-        let clean = |bytes: &Arc<[u8]>| {
-            if deltas_of(bytes) == 0 {
-                Arc::clone(bytes)
-            } else {
-                padded_with(&bytes[PAD..], 0, facts_of(bytes))
-            }
-        };
+        blocks.sort_unstable_by_key(|&(hi, _)| hi);
         if d.whole {
             // A whole key (a TR.BITOP result) is a fresh version, never in
             // the cache: packed (`page`) as it comes.
             let mut packer = page::Packer::default();
             let mut entries = Vec::new();
-            for &(hi, bytes, _) in &blocks {
+            for &(hi, bytes) in &blocks {
                 packer.push(hi, &bytes[PAD..], &mut entries);
                 self.bm
-                    .written_set((db, version, hi), WrittenBlock::Folded(clean(bytes)));
+                    .written_set((db, version, hi), WrittenBlock::Folded(Arc::clone(bytes)));
             }
             packer.finish(&mut entries);
             for (k, v) in entries {
@@ -634,9 +613,9 @@ impl Txn {
             // blocks (`Txn::bm_place_many`).
             let refs: Vec<(u16, Option<&[u8]>)> = blocks
                 .iter()
-                .map(|&(hi, bytes, _)| (hi, Some(&bytes[PAD..])))
+                .map(|&(hi, bytes)| (hi, Some(&bytes[PAD..])))
                 .collect();
-            let dks = match self.bm_place_many(db, &key, version, &refs, s.deltas > 0) {
+            let dks = match self.bm_place_many(db, &key, version, &refs) {
                 Ok(dks) => dks,
                 Err(e) => {
                     // The commit refuses (nothing of the key is
@@ -645,8 +624,8 @@ impl Txn {
                     return;
                 }
             };
-            for (&(hi, bytes, _), dk) in blocks.iter().zip(dks) {
-                self.bm_note_stored(db, (version, hi, dk), Some(clean(bytes)));
+            for (&(hi, bytes), dk) in blocks.iter().zip(dks) {
+                self.bm_note_stored(db, (version, hi, dk), Some(Arc::clone(bytes)));
             }
         }
         let mut meta = KeyMeta {
@@ -797,9 +776,9 @@ impl Txn {
         {
             return Ok(Some(out));
         }
-        // Equal contents have equal summaries (stored deltas aside): only
-        // then are the bytes compared.
-        let same = BitmapSummary { deltas: 0, ..*prev } == *s && {
+        // Equal contents have equal summaries: only then are the bytes
+        // compared.
+        let same = *prev == *s && {
             let bare: Vec<(u16, &[u8])> = out.iter().map(|(hi, b)| (*hi, &b[PAD..])).collect();
             self.inner.dirty.holds_whole(&mk, &bare)
         };
