@@ -107,7 +107,9 @@ pub struct Config {
     /// `write-back-bytes`: the budget of the bitmap edits that TR.SETBIT
     /// and the other write-back commands may keep dirty in memory (the
     /// write-back tier, 128 MiB; 0 = every edit is written to the LSM
-    /// store; CONFIG SET applies it at once).
+    /// store; CONFIG SET applies it at once). The budget in force is at
+    /// most 1/32 of `maxmemory`, and 0 while the process is over
+    /// `maxmemory` (`memory::next_write_back`).
     pub write_back_bytes: u64,
     /// `daemonize` (accepted for compatibility; always no).
     pub daemonize: bool,

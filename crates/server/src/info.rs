@@ -204,9 +204,10 @@ fn section_text(server: &Server, section: &str, o: &mut String) {
                 cc.bytes, cc.capacity, cc.entries, cc.hits, cc.misses, cc.evictions
             );
             let (keys, bytes) = server.store.write_back_stats();
+            let budget = server.store.write_back_bytes();
             let _ = write!(
                 o,
-                "write_back_dirty_keys:{keys}\r\nwrite_back_dirty_bytes:{bytes}\r\n"
+                "write_back_dirty_keys:{keys}\r\nwrite_back_dirty_bytes:{bytes}\r\nwrite_back_budget_bytes:{budget}\r\n"
             );
         }
         "replication" => {

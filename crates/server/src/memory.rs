@@ -6,11 +6,23 @@
 //! memory tier, which takes the rest. Because no split can foresee client
 //! buffers or allocator slack, a governor thread ([`start_governor`])
 //! watches the process's resident size ten times a second: while it is
-//! above `maxmemory` the tier's budget shrinks by the excess (the tier
-//! evicts to the LSM store at once, and freed memory is handed back to the
-//! OS), and it grows back towards its share as room returns, and past its
-//! share while the process stays below the bound (see [`next_budget`]).
+//! above `maxmemory` the write-back tier gives way first (its budget goes
+//! to 0: it takes no new edit, and the persister writes its dirty keys
+//! back), and the tier's budget shrinks by the rest of the excess (the
+//! tier evicts to the LSM store at once, and freed memory is handed back
+//! to the OS); the tier grows back towards its share as room returns, and
+//! past its share while the process stays below the bound (see
+//! [`next_budget`]), and the write-back budget comes back once the tier's
+//! budget is back at its share ([`next_write_back`]).
 //! Eviction is a cache decision only: every key stays in the LSM store.
+//!
+//! Why the write-back tier gives way: under a `maxmemory` that the LSM
+//! store's caches and the allocator's slack nearly fill, the bytes of hot
+//! keys served from memory are worth more than bitmap edits kept dirty.
+//! With 100,000 bitmaps beyond a 68 MB bound, a build whose write-back
+//! tier took almost no edits kept ten times the resident keys and served
+//! more reads and writes than one whose dirty keys held their budget
+//! (docs/benchmarks.md, "Bitmaps ≈ 4× memory").
 //!
 //! `maxmemory 0` (the default) means half of the memory this process may
 //! use: the smaller of the machine's memory and the limit of its memory
@@ -164,6 +176,9 @@ pub struct Governor {
     pub maxmemory: AtomicU64,
     /// The tier's share of it per [`Split`].
     pub tier_share: AtomicU64,
+    /// The write-back tier's budget per [`Split`], which the governor
+    /// sets while the process is within the bound.
+    pub write_back_share: AtomicU64,
 }
 
 /// Starts the governor thread (see the module docs).
@@ -183,13 +198,31 @@ pub fn start_governor(store: Store, gov: Arc<Governor>) {
 pub fn govern(store: &Store, gov: &Governor, rss: u64) {
     let tier = store.tier();
     let budget = tier.budget() as u64;
-    let next = next_budget(
-        budget,
-        tier.stats().resident_bytes,
-        gov.tier_share.load(Ordering::Relaxed),
-        gov.maxmemory.load(Ordering::Relaxed),
-        rss,
+    let share = gov.tier_share.load(Ordering::Relaxed);
+    let max = gov.maxmemory.load(Ordering::Relaxed);
+    // Over the bound, the dirty keys' bytes go back at the next
+    // checkpoint: the tier gives only the rest of the excess.
+    let dirty = store.write_back_stats().1;
+    let seen = if rss > max {
+        max + (rss - max).saturating_sub(dirty)
+    } else {
+        rss
+    };
+    let next = if seen == max && rss > max {
+        budget
+    } else {
+        next_budget(budget, tier.stats().resident_bytes, share, max, seen)
+    };
+    let wb = store.write_back_bytes();
+    let wb_next = next_write_back(
+        wb,
+        gov.write_back_share.load(Ordering::Relaxed),
+        rss > max,
+        next >= share,
     );
+    if wb_next != wb {
+        store.set_write_back_bytes(wb_next);
+    }
     if next != budget {
         tier.set_budget(usize::try_from(next).unwrap_or(usize::MAX));
         if next < budget {
@@ -221,6 +254,21 @@ pub fn next_budget(budget: u64, resident: u64, share: u64, max: u64, rss: u64) -
             share
         };
         (budget + room / 2).min(cap)
+    }
+}
+
+/// The write-back tier's next budget, from its budget `now` and its
+/// `share`: 0 while the process is `over` the bound; its share again once
+/// the memory tier's budget is back at its own share (`tier_at_share`);
+/// else as it is.
+#[must_use]
+pub fn next_write_back(now: u64, share: u64, over: bool, tier_at_share: bool) -> u64 {
+    if over {
+        0
+    } else if tier_at_share {
+        share
+    } else {
+        now
     }
 }
 
@@ -285,18 +333,67 @@ mod tests {
     }
 
     #[test]
+    fn the_write_back_budget_gives_way_first_and_comes_back_last() {
+        const M: u64 = 1 << 20;
+        assert_eq!(next_write_back(4 * M, 4 * M, true, true), 0);
+        assert_eq!(next_write_back(0, 4 * M, false, false), 0);
+        assert_eq!(next_write_back(0, 4 * M, false, true), 4 * M);
+        assert_eq!(next_write_back(4 * M, 4 * M, false, false), 4 * M);
+    }
+
+    #[test]
     fn the_governor_step_changes_the_store_s_tier() {
         let store = Store::open(roaringd_store::StoreConfig::default()).unwrap();
         let gov = Governor {
             maxmemory: AtomicU64::new(100 << 20),
             tier_share: AtomicU64::new(50 << 20),
+            write_back_share: AtomicU64::new(3 << 20),
         };
         store.tier().set_budget(50 << 20);
+        store.set_write_back_bytes(3 << 20);
         govern(&store, &gov, 500 << 20);
         assert_eq!(store.tier().budget(), MIN_TIER as usize);
-        for _ in 0..40 {
+        assert_eq!(store.write_back_bytes(), 0);
+        for i in 0..40 {
             govern(&store, &gov, 60 << 20);
+            if store.tier().budget() < 50 << 20 {
+                assert_eq!(store.write_back_bytes(), 0, "step {i}");
+            }
         }
         assert_eq!(store.tier().budget(), 50 << 20);
+        assert_eq!(store.write_back_bytes(), 3 << 20);
+    }
+
+    /// Over the bound by less than the dirty keys hold: the write-back
+    /// tier gives way and the memory tier keeps its budget.
+    #[test]
+    fn dirty_keys_take_the_excess_before_the_tier() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(roaringd_store::StoreConfig {
+            dir: Some(dir.path().to_path_buf()),
+            ..roaringd_store::StoreConfig::default()
+        })
+        .unwrap();
+        store.set_write_back_bytes(64 << 20);
+        let mut t = store.begin_keep_dirty(&[(0, b"k")]);
+        t.tr_setbits(0, b"k", &(0..3000).map(|i| i * 3).collect::<Vec<_>>())
+            .unwrap();
+        t.commit().unwrap();
+        for i in 0..50u32 {
+            let mut t = store.begin_keep_dirty(&[(0, b"k")]);
+            t.tr_setbit(0, b"k", i * 3 + 1, true).unwrap();
+            t.commit().unwrap();
+        }
+        let dirty = store.write_back_stats().1;
+        assert!(dirty > 1000, "{dirty}");
+        let gov = Governor {
+            maxmemory: AtomicU64::new(100 << 20),
+            tier_share: AtomicU64::new(50 << 20),
+            write_back_share: AtomicU64::new(64 << 20),
+        };
+        store.tier().set_budget(50 << 20);
+        govern(&store, &gov, (100 << 20) + dirty / 2);
+        assert_eq!(store.tier().budget(), 50 << 20);
+        assert_eq!(store.write_back_bytes(), 0);
     }
 }

@@ -144,6 +144,10 @@ pub fn main_with_args(args: &[String]) -> i32 {
         .memory
         .tier_share
         .store(split.tier, Ordering::Relaxed);
+    server
+        .memory
+        .write_back_share
+        .store(split.write_back, Ordering::Relaxed);
     crate::memory::start_governor(server.store.clone(), Arc::clone(&server.memory));
     if let Err(e) = crate::acl::file::load_at_startup(&server.acl, &server.config.read()) {
         crate::warning!("{e}");

@@ -780,6 +780,12 @@ impl Store {
         self.inner.dirty.set_budget(bytes);
     }
 
+    /// The write-back tier's budget now ([`Store::set_write_back_bytes`]).
+    #[must_use]
+    pub fn write_back_bytes(&self) -> u64 {
+        self.inner.dirty.budget()
+    }
+
     /// The LSM store's first failed write, once there was one (INFO's
     /// `aof_last_write_status`): its journal is the one log, and every
     /// later write fails too (`Kv::write_failure`).

@@ -361,6 +361,10 @@ fn config_set(ctx: &mut Ctx<'_>, args: &mut Args<'_>) -> Result<Reply, CommandEr
             .set_container_cache_bytes(split.container_cache);
     }
     server.store.set_write_back_bytes(split.write_back);
+    server
+        .memory
+        .write_back_share
+        .store(split.write_back, Ordering::Relaxed);
     if maxmemory_set {
         // The block cache and memtables keep their startup sizes; the tier
         // takes the new share at once (the governor adjusts from there).

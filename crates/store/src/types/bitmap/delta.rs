@@ -176,56 +176,77 @@ pub fn fold_version(
 /// with both an inline entry and deltas, or what [`fold_version`] refuses.
 pub fn fold_store(kv: &dyn Kv) -> Result<u64> {
     let internal = INTERNAL_DB.to_be_bytes();
-    let mut with_deltas: Vec<(Vec<u8>, KeyMeta, BitmapSummary)> = Vec::new();
-    for e in kv.range(
-        Space::Meta,
-        Bound::Unbounded,
-        Bound::Excluded(&internal[..]),
-        false,
-    ) {
-        let (mk, value) = e?;
-        let (m, inline) = KeyMeta::decode_with_inline(&value)?;
-        if let Summary::Bitmap(s) = m.summary {
-            if s.deltas > 0 {
-                if inline.is_some() {
-                    return Err(StoreError::corrupt(
-                        "an inline bitmap entry with delta entries",
-                    ));
-                }
-                with_deltas.push((mk, m, s));
-            }
-        }
-    }
     let mut folded = 0;
-    for (mk, mut m, s) in with_deltas {
-        let (db, key) = keys::split_meta_key(&mk)?;
-        let prefix = keys::data_prefix(db, key, m.version);
-        let end = prefix_end(&prefix);
-        let end = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-        let entries = kv
-            .range(Space::Data, Bound::Included(&prefix[..]), end, false)
-            .map(|e| e.map(|(k, v)| (k[prefix.len()..].to_vec(), v)));
-        let mut batch = WriteBatch::new();
-        for f in fold_version(entries)? {
-            let sub = f.block.to_be_bytes();
-            batch.put(
-                Space::Data,
-                keys::data_key(db, key, m.version, &sub),
-                f.container,
-            );
-            for seq in 0..f.deltas {
-                batch.delete(
-                    Space::Data,
-                    keys::data_key(db, key, m.version, &delta_sub(f.block, seq)),
-                );
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        // The keys to fold are gathered [`FOLD_CHUNK`] at a time (the
+        // meta entries are not scanned while the folds write them), so
+        // memory stays bounded over a store of any size.
+        let mut chunk: Vec<(Vec<u8>, KeyMeta, BitmapSummary)> = Vec::new();
+        let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        let mut last = None;
+        for e in kv.range(Space::Meta, start, Bound::Excluded(&internal[..]), false) {
+            let (mk, value) = e?;
+            let (m, inline) = KeyMeta::decode_with_inline(&value)?;
+            if let Summary::Bitmap(s) = m.summary {
+                if s.deltas > 0 {
+                    if inline.is_some() {
+                        return Err(StoreError::corrupt(
+                            "an inline bitmap entry with delta entries",
+                        ));
+                    }
+                    chunk.push((mk.clone(), m, s));
+                }
+            }
+            last = Some(mk);
+            if chunk.len() == FOLD_CHUNK {
+                break;
             }
         }
-        m.summary = Summary::Bitmap(BitmapSummary { deltas: 0, ..s });
-        batch.put(Space::Meta, mk.clone(), m.encode());
-        kv.write(batch, Durability::Lazy)?;
-        folded += 1;
+        for (mk, m, s) in chunk {
+            fold_key(kv, &mk, m, s)?;
+            folded += 1;
+        }
+        match last {
+            Some(mk) => after = Some(mk),
+            None => return Ok(folded),
+        }
     }
-    Ok(folded)
+}
+
+/// Keys [`fold_store`] gathers before it folds them (2 in tests, so that
+/// a store of a few keys goes through more than one chunk).
+const FOLD_CHUNK: usize = if cfg!(test) { 2 } else { 4096 };
+
+/// Folds the deltas of bitmap key `mk` (meta `m`, summary `s`) in one
+/// batch: its containers with them applied, their deletes, and the meta
+/// with a delta count of 0.
+fn fold_key(kv: &dyn Kv, mk: &[u8], mut m: KeyMeta, s: BitmapSummary) -> Result<()> {
+    let (db, key) = keys::split_meta_key(mk)?;
+    let prefix = keys::data_prefix(db, key, m.version);
+    let end = prefix_end(&prefix);
+    let end = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+    let entries = kv
+        .range(Space::Data, Bound::Included(&prefix[..]), end, false)
+        .map(|e| e.map(|(k, v)| (k[prefix.len()..].to_vec(), v)));
+    let mut batch = WriteBatch::new();
+    for f in fold_version(entries)? {
+        let sub = f.block.to_be_bytes();
+        batch.put(
+            Space::Data,
+            keys::data_key(db, key, m.version, &sub),
+            f.container,
+        );
+        for seq in 0..f.deltas {
+            batch.delete(
+                Space::Data,
+                keys::data_key(db, key, m.version, &delta_sub(f.block, seq)),
+            );
+        }
+    }
+    m.summary = Summary::Bitmap(BitmapSummary { deltas: 0, ..s });
+    batch.put(Space::Meta, mk.to_vec(), m.encode());
+    kv.write(batch, Durability::Lazy)
 }
 
 #[cfg(test)]

@@ -476,6 +476,12 @@ impl Dirty {
         self.budget.store(bytes, Ordering::Relaxed);
     }
 
+    /// The byte budget.
+    #[must_use]
+    pub fn budget(&self) -> u64 {
+        self.budget.load(Ordering::Relaxed)
+    }
+
     /// True when the tier is on (the store has a log and a budget).
     #[must_use]
     pub fn enabled(&self) -> bool {

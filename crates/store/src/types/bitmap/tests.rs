@@ -358,13 +358,17 @@ fn a_format_5_directory_has_its_deltas_folded_at_open() {
         let mut t = st.begin(&[]);
         t.tr_setbits(0, b"big", &big.iter().copied().collect::<Vec<_>>())
             .unwrap();
-        t.tr_setbits(0, b"other", &big.iter().copied().collect::<Vec<_>>())
-            .unwrap();
+        for k in [&b"other"[..], b"zeta"] {
+            t.tr_setbits(0, k, &big.iter().copied().collect::<Vec<_>>())
+                .unwrap();
+        }
         t.tr_setbits(0, b"small", &small.iter().copied().collect::<Vec<_>>())
             .unwrap();
         t.commit().unwrap();
         plant_raw(&st, b"big", 3, &[(1, true), (13, false), (2, true)]);
         plant_raw(&st, b"other", 3, &[(5, true)]);
+        // A third key: the fold's second chunk in tests.
+        plant_raw(&st, b"zeta", 3, &[(5, true)]);
         if broken {
             // Delta number 3 without number 2.
             let m = st
@@ -407,6 +411,7 @@ fn a_format_5_directory_has_its_deltas_folded_at_open() {
         let mut t = st.begin(&[]);
         check(&mut t, b"big", &model);
         check(&mut t, b"other", &other);
+        check(&mut t, b"zeta", &other);
         check(&mut t, b"small", &small);
         drop(t);
         drop(st);
