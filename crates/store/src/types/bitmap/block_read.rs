@@ -41,7 +41,7 @@ impl Txn {
     ) -> Result<Option<Bytes>> {
         match self.bm.written.get(&(db, version, hi)) {
             Some(WrittenBlock::Gone) => return Ok(None),
-            Some(WrittenBlock::Folded(a)) => return Ok(Some(Bytes::Shared(Arc::clone(a)))),
+            Some(WrittenBlock::Container(a)) => return Ok(Some(Bytes::Shared(Arc::clone(a)))),
             None => {}
         }
         if !self.inner.dirty.is_empty() {
@@ -101,10 +101,10 @@ impl Txn {
     }
 
     /// As [`Txn::bm_get`] for a block this `Txn` has not written. The
-    /// container cache
-    /// answers when it holds the block (or a directory that lacks it);
-    /// else the `Kv` (the memory tier) does, and with `fill` the block then
-    /// enters the container cache (whole-key readers: set operations).
+    /// container cache answers when it holds the block (or a directory
+    /// that lacks it); else the `Kv` (the memory tier) does, and with
+    /// `fill` the block then enters the container cache (whole-key
+    /// readers: set operations).
     pub(super) fn bm_get_stored(
         &self,
         db: u16,

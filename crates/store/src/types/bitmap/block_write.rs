@@ -465,7 +465,7 @@ impl Txn {
                 .record_stored((version, hi, dk), now.clone(), false);
         }
         let now = match now {
-            Some(a) => WrittenBlock::Folded(a),
+            Some(a) => WrittenBlock::Container(a),
             None => WrittenBlock::Gone,
         };
         self.bm.written_set((db, version, hi), now);

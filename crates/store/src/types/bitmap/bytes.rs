@@ -52,7 +52,7 @@ impl ContainerBytes for Vec<u8> {
 impl ContainerBytes for Bytes {
     /// `Owned` bytes come from the `Kv` and get every check. `Shared`
     /// bytes are container cache entries or a `Txn`'s record of a block
-    /// it wrote ([`WrittenBlock::Folded`](super::txn_state::WrittenBlock::Folded)): each was validated by
+    /// it wrote ([`WrittenBlock::Container`](super::txn_state::WrittenBlock::Container)): each was validated by
     /// [`ContainerView::parse`] when it entered the cache (`FillScan`,
     /// `bm_get_stored`) or is the engine's own encoding (a `ContainerBuf`'s
     /// or a `PointWrite`'s: commit-time updates of containers this module

@@ -31,7 +31,7 @@ pub(super) enum WrittenBlock {
     /// cache holds it. The bytes are a `ContainerBuf`'s own encoding (read
     /// back without the full validation, as cache entries are:
     /// [`ContainerBytes`](super::bytes::ContainerBytes)).
-    Folded(Arc<[u8]>),
+    Container(Arc<[u8]>),
 }
 
 /// The bitmap state of one `Txn` (see the module docs).

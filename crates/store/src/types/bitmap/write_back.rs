@@ -600,8 +600,10 @@ impl Txn {
             let mut entries = Vec::new();
             for &(hi, bytes) in &blocks {
                 packer.push(hi, &bytes[PAD..], &mut entries);
-                self.bm
-                    .written_set((db, version, hi), WrittenBlock::Folded(Arc::clone(bytes)));
+                self.bm.written_set(
+                    (db, version, hi),
+                    WrittenBlock::Container(Arc::clone(bytes)),
+                );
             }
             packer.finish(&mut entries);
             for (k, v) in entries {
