@@ -135,8 +135,8 @@ def test_redis_benchmark_runs(servers):
 
 @pytest.mark.roaringd_only
 def test_cli_tr_bitmaps(roaringd_server):
-    """TR.* through redis-cli: a 2 KB container edited bit by bit past a
-    delta fold (65 edits), read back as redis-cli prints it."""
+    """TR.* through redis-cli: a 2 KB container edited bit by bit (65
+    edits), read back as redis-cli prints it."""
     srv = roaringd_server().start()
     port = srv.port
     vals = list(range(0, 2000, 2))

@@ -1,7 +1,7 @@
 """TR.* through redis-py (RESP2 and protocol=3) against a Python set model.
 
-Single-bit writes on big containers (kept as delta entries beside the
-container, folded every 64th edit), the reads that see them, a MULTI/EXEC
+Single-bit writes on big containers (kept by the write-back tier, written
+back at its checkpoints), the reads that see them, a MULTI/EXEC
 pipeline, TR.BITOP (also overwriting one destination again and again),
 TR.OPTIMIZE, and the same answers after a restart and after kill -9 under
 `appendfsync always`. roaringd only: Redis has no TR.*.
@@ -51,12 +51,12 @@ def test_single_bit_writes_on_big_containers_match_a_model(roaringd_server, prot
     model = set(rnd.sample(range(span), 4500))
     assert r.execute_command("TR.SETBITS", "tags", *sorted(model)) == len(model)
 
-    # 300 edits: each block passes its 64-delta fold at least once.
+    # 300 edits, about 100 per block.
     for step in range(6):
         edit(r, "tags", model, rnd, 50, span)
         check(r, "tags", model)
 
-    # Two edits of one block in one MULTI/EXEC (two deltas).
+    # Two edits of one block in one MULTI/EXEC.
     p = r.pipeline(transaction=True)
     p.execute_command("TR.SETBIT", "tags", 70001, 1)
     p.execute_command("TR.SETBIT", "tags", 70003, 0)
