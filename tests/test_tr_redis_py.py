@@ -87,7 +87,7 @@ def test_single_bit_writes_on_big_containers_match_a_model(roaringd_server, prot
     r = srv.redis_py(protocol=proto)
     check(r, "tags", model)
 
-    # TR.OPTIMIZE folds every delta; the content does not change.
+    # TR.OPTIMIZE re-encodes the containers; the content does not change.
     assert r.execute_command("TR.OPTIMIZE", "tags") in (b"OK", "OK")
     check(r, "tags", model)
     r.close()
@@ -97,7 +97,7 @@ def test_single_bit_writes_on_big_containers_match_a_model(roaringd_server, prot
 def test_pipelined_single_bit_writes_match_a_model(roaringd_server, proto):
     """Pipelines of TR.SETBIT / TR.GETBIT on a few big blocks: consecutive
     data commands run as one store transaction, so one block takes many
-    edits (deltas, folds) in one commit, each reading the previous ones."""
+    edits in one commit, each reading the previous ones."""
     srv = roaringd_server(["--appendfsync", "always"]).start()
     r = srv.redis_py(protocol=proto)
     rnd = random.Random(20 + proto)
@@ -122,7 +122,7 @@ def test_pipelined_single_bit_writes_match_a_model(roaringd_server, proto):
                 want.append(int(v in model))
         assert p.execute() == want
         check(r, "p", model)
-    # One MULTI/EXEC of 300 edits: one transaction, deltas folded inside it.
+    # One MULTI/EXEC of 300 edits: one transaction.
     p = r.pipeline(transaction=True)
     want = []
     pool = [rnd.randrange(span) for _ in range(60)]
@@ -403,12 +403,12 @@ def test_bitop_results_kept_dirty_survive_kill_and_shutdown(roaringd_server, pro
 def test_bitop_overwrites_of_one_destination_match_a_model(roaringd_server, proto):
     """TR.BITOP into one destination again and again (kept under its version
     and written where it changed, when the result is not much smaller),
-    mixed with single-bit writes to the destination (delta entries), with
+    mixed with single-bit writes to the destination (the write-back tier's), with
     the destination as a source, a TTL, MULTI/EXEC, a restart and kill -9."""
     srv = roaringd_server(["--appendfsync", "always"]).start()
     r = srv.redis_py(protocol=proto)
     rnd = random.Random(10 + proto)
-    span = 4 * 65536  # four blocks of ~1,250 values: delta-sized arrays
+    span = 4 * 65536  # four blocks of ~1,250 values: arrays of singles (over 512 bytes)
     model = {k: set(rnd.sample(range(span), 5000)) for k in ("s0", "s1", "s2")}
     for k, vals in model.items():
         r.execute_command("TR.SETBITS", k, *sorted(vals))
