@@ -4,7 +4,7 @@
 //! edits each block of its range once, creating absent ones; a
 //! replacement takes a fresh version (O(1) in the old value's size, no
 //! TTL: open point 14); TR.OPTIMIZE holds about [`OPTIMIZE_CHUNK_BYTES`] of
-//! containers at a time and leaves the key without delta entries.
+//! containers at a time.
 
 use roaringd_bitmap::{Bitmap, ContainerBuf};
 

@@ -370,9 +370,8 @@ impl Txn {
     /// Makes the containers of `dest`'s live version (`m`) those of `out`
     /// (a result, in block order), writing only the entries that differ:
     /// the result is packed ([`super::page`]) and compared with the stored
-    /// entries as bytes; an entry stored with the same bytes and no delta
-    /// entries is left alone, every other stored entry is deleted or
-    /// overwritten. The version ends with no delta entries. `s`: the
+    /// entries as bytes; an entry stored with the same bytes is left
+    /// alone, every other stored entry is deleted or overwritten. `s`: the
     /// result's summary; the caller writes the meta.
     fn bm_rewrite(
         &mut self,

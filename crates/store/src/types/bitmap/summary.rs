@@ -1,6 +1,6 @@
 //! The meta summary ([`BitmapSummary`]) and its upkeep. Contract: after
 //! every write a bitmap's summary is exact (cardinality, min, max, sum of
-//! offsets, container count, per-kind census, delta entry count), so
+//! offsets, container count, per-kind census), so
 //! TR.BITCOUNT without a range, TR.MIN, TR.MAX, TR.STAT and MEMORY USAGE
 //! read `meta` only. A write opens the key as an [`Edit`]
 //! ([`Txn::bm_open`]), changes containers through `block_write`, which
