@@ -200,19 +200,14 @@ pub fn govern(store: &Store, gov: &Governor, rss: u64) {
     let budget = tier.budget() as u64;
     let share = gov.tier_share.load(Ordering::Relaxed);
     let max = gov.maxmemory.load(Ordering::Relaxed);
-    // Over the bound, the dirty keys' bytes go back at the next
-    // checkpoint: the tier gives only the rest of the excess.
     let dirty = store.write_back_stats().1;
-    let seen = if rss > max {
-        max + (rss - max).saturating_sub(dirty)
-    } else {
-        rss
-    };
-    let next = if seen == max && rss > max {
-        budget
-    } else {
-        next_budget(budget, tier.stats().resident_bytes, share, max, seen)
-    };
+    let next = next_budget(
+        budget,
+        tier.stats().resident_bytes,
+        share,
+        max,
+        (rss, dirty),
+    );
     let wb = store.write_back_bytes();
     let wb_next = next_write_back(
         wb,
@@ -232,10 +227,14 @@ pub fn govern(store: &Store, gov: &Governor, rss: u64) {
 }
 
 /// The tier's next budget, from its budget and counted `resident` bytes,
-/// its `share` of the bound `max`, and the process's resident size `rss`.
+/// its `share` of the bound `max`, the process's resident size `rss` and
+/// the write-back tier's `dirty` bytes.
 ///
-/// - Over the bound: what the tier holds (or its budget, if less) less the
-///   excess, so that the excess is evicted, at least 1 MiB.
+/// - Over the bound: the dirty keys' bytes go back at the next checkpoint
+///   (the write-back budget is 0 meanwhile, [`next_write_back`]), so the
+///   tier gives only the rest of the excess: what it holds (or its
+///   budget, if less) less that rest, at least 1 MiB; its budget as it is
+///   when the dirty bytes cover the excess.
 /// - Under it: the budget grows by half the room left below 95% of the
 ///   bound, up to the share; once the tier holds its share, on past it as
 ///   far as its contents plus that room (the split's other parts, such as
@@ -243,9 +242,18 @@ pub fn govern(store: &Store, gov: &Governor, rss: u64) {
 ///   when they grow, the bound is crossed and the tier gives the room
 ///   back).
 #[must_use]
-pub fn next_budget(budget: u64, resident: u64, share: u64, max: u64, rss: u64) -> u64 {
+pub fn next_budget(
+    budget: u64,
+    resident: u64,
+    share: u64,
+    max: u64,
+    (rss, dirty): (u64, u64),
+) -> u64 {
     if rss > max {
-        budget.min(resident).saturating_sub(rss - max).max(MIN_TIER)
+        match (rss - max).saturating_sub(dirty) {
+            0 => budget,
+            rest => budget.min(resident).saturating_sub(rest).max(MIN_TIER),
+        }
     } else {
         let room = (max / 20 * 19).saturating_sub(rss);
         let cap = if resident >= share {
@@ -305,31 +313,37 @@ mod tests {
         const M: u64 = 1 << 20;
         // Over the bound by 10 MiB with 50 MiB resident: evict 10 MiB.
         assert_eq!(
-            next_budget(50 * M, 50 * M, 50 * M, 100 * M, 110 * M),
+            next_budget(50 * M, 50 * M, 50 * M, 100 * M, (110 * M, 0)),
             40 * M
         );
         // A budget the tier has not filled shrinks from what it holds.
         assert_eq!(
-            next_budget(50 * M, 20 * M, 50 * M, 100 * M, 110 * M),
+            next_budget(50 * M, 20 * M, 50 * M, 100 * M, (110 * M, 0)),
             10 * M
         );
         assert_eq!(
-            next_budget(50 * M, 50 * M, 50 * M, 100 * M, 500 * M),
+            next_budget(50 * M, 50 * M, 50 * M, 100 * M, (500 * M, 0)),
             MIN_TIER
         );
         // Under it: back up to the share, in steps of half the room.
         let mut b = MIN_TIER;
         for _ in 0..40 {
-            b = next_budget(b, b.min(30 * M), 50 * M, 100 * M, 60 * M);
+            b = next_budget(b, b.min(30 * M), 50 * M, 100 * M, (60 * M, 0));
         }
         assert_eq!(b, 50 * M);
         // Past the share only while the tier fills and the room lasts.
         assert_eq!(
-            next_budget(50 * M, 50 * M, 50 * M, 100 * M, 80 * M),
+            next_budget(50 * M, 50 * M, 50 * M, 100 * M, (80 * M, 0)),
             57 * M + M / 2
         );
-        assert_eq!(next_budget(50 * M, 10 * M, 50 * M, 100 * M, 80 * M), 50 * M);
-        assert_eq!(next_budget(50 * M, 50 * M, 50 * M, 100 * M, 96 * M), 50 * M);
+        assert_eq!(
+            next_budget(50 * M, 10 * M, 50 * M, 100 * M, (80 * M, 0)),
+            50 * M
+        );
+        assert_eq!(
+            next_budget(50 * M, 50 * M, 50 * M, 100 * M, (96 * M, 0)),
+            50 * M
+        );
     }
 
     #[test]

@@ -47,70 +47,39 @@ fn check(t: &mut Txn, key: &[u8], model: &BTreeSet<u32>) {
 
 /// Lays out delta entries of block `hi` of bitmap `key` (db 0) as builds
 /// before store format 6 wrote them: one entry per op in `ops`, numbered
-/// after the block's stored deltas, and the meta's summary of the content
-/// with them applied, with its delta count. The block must be a single
-/// (see `page`) that the ops leave non-empty. Nothing of this build reads
-/// such a key before [`delta::fold_store`] has run.
+/// from 0, and the meta's summary of the content with them applied, with
+/// its delta count. The key must have no deltas yet (this build reads
+/// none), and the block must be a single (see `page`) that the ops leave
+/// non-empty. Nothing of this build reads such a key before
+/// [`delta::fold_store`] has run.
 fn plant_raw(st: &Store, key: &[u8], hi: u16, ops: &[(u16, bool)]) {
-    let kv = &st.inner.kv;
-    let mk = keys::meta_key(0, key);
-    let (mut m, _) = crate::meta::KeyMeta::decode_with_inline(
-        &kv.get(crate::kv::Space::Meta, &mk).unwrap().unwrap(),
-    )
-    .unwrap();
-    let Summary::Bitmap(s) = m.summary else {
-        unreachable!("a bitmap")
-    };
-    let prefix = keys::data_prefix(0, key, m.version);
-    let end = crate::kv::prefix_end(&prefix).unwrap();
-    let mut single = None;
-    let mut has = 0u16;
-    for e in kv.range(
-        crate::kv::Space::Data,
-        std::ops::Bound::Included(&prefix[..]),
-        std::ops::Bound::Excluded(&end[..]),
-        false,
-    ) {
-        let (k, v) = e.unwrap();
-        let sub = &k[prefix.len()..];
-        if sub == hi.to_be_bytes() {
-            single = Some(v);
-        } else if sub.len() == 4 && sub[..2] == hi.to_be_bytes() {
-            has += 1;
-        }
-    }
-    let single = single.expect("the block is a single");
-    let mut c = roaringd_bitmap::ContainerView::parse(&single)
-        .unwrap()
-        .to_buf();
-    let mut batch = crate::kv::WriteBatch::new();
-    for (i, &(lo, set)) in ops.iter().enumerate() {
-        let seq = has + u16::try_from(i).unwrap();
-        let dk = keys::data_key(0, key, m.version, &delta::delta_sub(hi, seq));
-        batch.put(crate::kv::Space::Data, dk, delta::encode_ops(&[(lo, set)]));
-        if set {
-            c.insert(lo);
-        } else {
-            c.remove(lo);
-        }
-    }
-    // The summary of the content with the deltas applied.
     let mut t = st.begin(&[]);
     let mut b = t.tr_load(0, key).unwrap().unwrap();
+    let mut m = t.meta_of(0, key, Kind::Bitmap).unwrap().unwrap();
+    let single = keys::data_key(0, key, m.version, &hi.to_be_bytes());
     drop(t);
-    for lo in 0..=u16::MAX {
+    let kv = &st.inner.kv;
+    let stored = kv.get(crate::kv::Space::Data, &single).unwrap();
+    assert!(
+        stored.is_some_and(|v| !page::is_page(&v)),
+        "block {hi} is a single"
+    );
+    let mut batch = crate::kv::WriteBatch::new();
+    for (seq, &(lo, set)) in (0u16..).zip(ops) {
+        let dk = keys::data_key(0, key, m.version, &delta::delta_sub(hi, seq));
+        batch.put(crate::kv::Space::Data, dk, delta::encode_ops(&[(lo, set)]));
         let v = u32::from(hi) << 16 | u32::from(lo);
-        if c.as_ref().contains(lo) {
+        if set {
             b.insert(v);
         } else {
             b.remove(v);
         }
     }
     m.summary = Summary::Bitmap(BitmapSummary {
-        deltas: s.deltas + ops.len() as u64,
+        deltas: ops.len() as u64,
         ..summary_of_bitmap(&b)
     });
-    batch.put(crate::kv::Space::Meta, mk, m.encode());
+    batch.put(crate::kv::Space::Meta, keys::meta_key(0, key), m.encode());
     kv.write(batch, crate::kv::Durability::Sync).unwrap();
 }
 
