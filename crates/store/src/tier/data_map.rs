@@ -7,8 +7,8 @@
 //! a leaf of eleven slots (about 370 bytes here) for even one entry, more
 //! than a 100-bit bitmap's page. The vector is kept at its exact length.
 
+use super::head_tree::{HeadTree, Range as HeadRange};
 use std::cmp::Ordering;
-use std::collections::{btree_map, BTreeMap};
 use std::ops::Bound;
 
 /// One entry: `Some` = present with that value, `None` = known absent.
@@ -305,8 +305,9 @@ impl Map {
 /// The entries of a big map, found by an integer *head* instead of by
 /// comparing whole suffixes: every suffix in the map starts with
 /// `prefix`, and its head is the seven bytes after that (zero-padded, big
-/// endian) with the length left ([`head_at`]). A lookup descends a tree
-/// of integers; entries that share a
+/// endian) with the length left ([`head_at`]). A lookup searches a flat
+/// map of integers ([`HeadTree`]: sorted chunks under one array of
+/// fences); entries that share a
 /// head form a map of the same kind under their own longer common prefix
 /// (a layer, as in Masstree), so suffixes are compared only where one
 /// entry and a bound share every head on the way.
@@ -327,7 +328,7 @@ impl Map {
 #[derive(Default)]
 pub(crate) struct Headed {
     prefix: Box<[u8]>,
-    heads: BTreeMap<Head, Bucket>,
+    heads: HeadTree<Bucket>,
     len: usize,
 }
 
@@ -452,7 +453,7 @@ impl Headed {
         };
         let mut map = Headed {
             prefix,
-            heads: BTreeMap::new(),
+            heads: HeadTree::default(),
             len: 0,
         };
         for (k, v) in entries {
@@ -480,7 +481,7 @@ impl Headed {
 
     fn get(&self, suffix: &[u8]) -> Option<&Value> {
         match self.place(suffix) {
-            Place::At(h) => self.heads.get(&h)?.get(suffix),
+            Place::At(h) => self.heads.get(h)?.get(suffix),
             Place::Below | Place::Above => None,
         }
     }
@@ -488,15 +489,16 @@ impl Headed {
     /// Inserts an entry whose suffix starts with the prefix.
     fn insert_headed(&mut self, suffix: Box<[u8]>, value: Value) -> Option<Value> {
         let h = head_at(&suffix, self.prefix.len());
-        let old = match self.heads.entry(h) {
-            btree_map::Entry::Vacant(slot) => {
-                slot.insert(Bucket::One(suffix, value));
+        let old = match self.heads.get_mut(h) {
+            None => {
+                self.heads.insert(h, Bucket::One(suffix, value));
                 None
             }
-            btree_map::Entry::Occupied(mut slot) => match slot.get_mut() {
+            Some(slot) => match slot {
                 Bucket::One(k, v) if *k == suffix => Some(std::mem::replace(v, value)),
                 Bucket::One(..) => {
-                    let Bucket::One(k, v) = slot.insert(Bucket::Many(Box::default())) else {
+                    let Bucket::One(k, v) = std::mem::replace(slot, Bucket::Many(Box::default()))
+                    else {
                         unreachable!("matched as one above")
                     };
                     let pair = if k < suffix {
@@ -504,7 +506,7 @@ impl Headed {
                     } else {
                         vec![(suffix, value), (k, v)]
                     };
-                    *slot.get_mut() = Bucket::Many(Box::new(Headed::from_sorted(pair)));
+                    *slot = Bucket::Many(Box::new(Headed::from_sorted(pair)));
                     None
                 }
                 Bucket::Many(m) => m.insert_owned(suffix, value),
@@ -528,7 +530,7 @@ impl Headed {
             let prefix = Box::from(&suffix[..keep]);
             *self = Headed {
                 prefix,
-                heads: BTreeMap::new(),
+                heads: HeadTree::default(),
                 len: 0,
             };
             for (k, v) in all {
@@ -542,13 +544,11 @@ impl Headed {
         let Place::At(h) = self.place(suffix) else {
             return None;
         };
-        let btree_map::Entry::Occupied(mut slot) = self.heads.entry(h) else {
-            return None;
-        };
-        let old = match slot.get_mut() {
-            Bucket::One(k, _) if **k == *suffix => match slot.remove() {
-                Bucket::One(_, v) => v,
-                Bucket::Many(_) => unreachable!("matched as one above"),
+        let slot = self.heads.get_mut(h)?;
+        let old = match slot {
+            Bucket::One(k, _) if **k == *suffix => match self.heads.remove(h) {
+                Some(Bucket::One(_, v)) => v,
+                _ => unreachable!("matched as one above"),
             },
             Bucket::One(..) => return None,
             Bucket::Many(m) => {
@@ -557,7 +557,7 @@ impl Headed {
                     let mut last = Vec::with_capacity(1);
                     std::mem::take(&mut **m).drain_into(&mut last);
                     let (k, v) = last.pop().expect("one entry left");
-                    *slot.get_mut() = Bucket::One(k, v);
+                    *slot = Bucket::One(k, v);
                 }
                 old
             }
@@ -590,8 +590,7 @@ impl Headed {
             },
         };
         // Heads follow the order of suffixes, so a range that is not empty
-        // never has them crossed; checked all the same, as `BTreeMap::range`
-        // panics on crossed bounds.
+        // never has them crossed; checked all the same.
         if let (Bound::Included(a), Bound::Included(b)) = (lo, hi) {
             if a > b {
                 return None;
@@ -607,18 +606,18 @@ impl Headed {
         };
         if let (Bound::Included(a), Bound::Included(b)) = (lo, hi) {
             if a == b {
-                let one = self.heads.get(&a).map(|b| b.range(start, end));
+                let one = self.heads.get(a).map(|b| b.range(start, end));
                 return Box::new(one.into_iter().flatten());
             }
         }
         // The buckets at the edge heads hold entries on both sides of a
         // bound; those between hold only entries within.
         let front = match lo {
-            Bound::Included(a) => self.heads.get(&a).map(|b| b.range(start, Bound::Unbounded)),
+            Bound::Included(a) => self.heads.get(a).map(|b| b.range(start, Bound::Unbounded)),
             _ => None,
         };
         let back = match hi {
-            Bound::Included(b) => self.heads.get(&b).map(|b| b.range(Bound::Unbounded, end)),
+            Bound::Included(b) => self.heads.get(b).map(|b| b.range(Bound::Unbounded, end)),
             _ => None,
         };
         let inner = |b: Bound<Head>| match b {
@@ -627,7 +626,7 @@ impl Headed {
         };
         Box::new(Walk {
             front,
-            middle: self.heads.range((inner(lo), inner(hi))),
+            middle: self.heads.range(inner(lo), inner(hi)),
             back,
         })
     }
@@ -656,14 +655,14 @@ impl Headed {
         };
         let (h, found) = if reverse {
             nearest(
-                self.heads.range((Bound::Unbounded, hi)).rev(),
+                self.heads.range(Bound::Unbounded, hi).rev(),
                 near,
                 s,
                 e,
                 true,
             )?
         } else {
-            nearest(self.heads.range((lo, Bound::Unbounded)), near, s, e, false)?
+            nearest(self.heads.range(lo, Bound::Unbounded), near, s, e, false)?
         };
         // The other bound: decided by heads unless the entry's is its own.
         let within = match other {
@@ -677,7 +676,7 @@ impl Headed {
 
     /// Every entry, moved out, ascending.
     fn drain_into(self, out: &mut Vec<(Box<[u8]>, Value)>) {
-        for (_, b) in self.heads {
+        for b in self.heads.into_values() {
             b.drain_into(out);
         }
     }
@@ -722,7 +721,7 @@ fn nearest<'a>(
 /// long).
 struct Walk<'a> {
     front: Option<RangeIter<'a>>,
-    middle: btree_map::Range<'a, Head, Bucket>,
+    middle: HeadRange<'a, Bucket>,
     back: Option<RangeIter<'a>>,
 }
 
@@ -813,6 +812,7 @@ fn positions(v: &[(Box<[u8]>, Value)], start: Bound<&[u8]>, end: Bound<&[u8]>) -
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
     /// Keys over a two-letter alphabet (one letter below the shared
     /// prefix's, one above), up to 14 bytes: heads shared by several keys,

@@ -37,6 +37,7 @@
 
 mod data_map;
 pub(crate) mod entry;
+mod head_tree;
 
 use crate::error::Result;
 use crate::keys;
