@@ -628,6 +628,8 @@ impl Headed {
             front,
             middle: self.heads.range(inner(lo), inner(hi)),
             back,
+            ahead: None,
+            ahead_back: None,
         })
     }
 
@@ -718,11 +720,34 @@ fn nearest<'a>(
 /// a few instructions, so that the loads of the next entries' keys and
 /// values overlap (a walk of 25,000 entries took two to ten times as
 /// long composed, and a loop over every entry in one function twice as
-/// long).
+/// long). The buckets [`AHEAD`] places on in the walk's direction have
+/// their suffix and value asked into cache as the walk passes, so that a
+/// walk over a key that is not in the CPU's caches (a pick by rank reads
+/// the header of every set page it passes) waits on few of their misses.
 struct Walk<'a> {
     front: Option<RangeIter<'a>>,
     middle: HeadRange<'a, Bucket>,
     back: Option<RangeIter<'a>>,
+    /// `middle` run [`AHEAD`] buckets ahead of a forward walk, from its
+    /// first step on.
+    ahead: Option<HeadRange<'a, Bucket>>,
+    /// The same for a walk from the back.
+    ahead_back: Option<HeadRange<'a, Bucket>>,
+}
+
+/// How many buckets ahead of a [`Walk`] their entries are prefetched.
+const AHEAD: usize = 8;
+
+/// Asks the suffix and the head of the value of a one-entry bucket into
+/// cache (a hint).
+#[inline]
+fn prefetch_bucket(b: &Bucket) {
+    if let Bucket::One(k, v) = b {
+        crate::prefetch::line(k.as_ptr());
+        if let Some(v) = v {
+            crate::prefetch::line(v.as_ptr());
+        }
+    }
 }
 
 impl<'a> Walk<'a> {
@@ -738,6 +763,7 @@ impl<'a> Walk<'a> {
         if !idle {
             return self.next_slow(None, back);
         }
+        self.look_ahead(back);
         let b = if back {
             self.middle.next_back()
         } else {
@@ -746,6 +772,37 @@ impl<'a> Walk<'a> {
         match b {
             Some((_, Bucket::One(k, v))) => Some((k, v)),
             b => self.next_slow(b.map(|(_, b)| b), back),
+        }
+    }
+
+    /// Moves the look-ahead of a walk in direction `back` one bucket on
+    /// and prefetches that bucket's entry; its first call starts it
+    /// [`AHEAD`] buckets ahead of `middle`, prefetching those.
+    #[inline]
+    fn look_ahead(&mut self, back: bool) {
+        let slot = if back {
+            &mut self.ahead_back
+        } else {
+            &mut self.ahead
+        };
+        let it = match slot {
+            Some(it) => it,
+            None => {
+                let mut it = self.middle.clone();
+                for _ in 0..AHEAD {
+                    if !advance(&mut it, back) {
+                        break;
+                    }
+                }
+                slot.insert(it)
+            }
+        };
+        advance(it, back);
+
+        /// One bucket on, prefetched; false at the end.
+        fn advance(it: &mut HeadRange<'_, Bucket>, back: bool) -> bool {
+            let coming = if back { it.next_back() } else { it.next() };
+            coming.map(|(_, b)| prefetch_bucket(b)).is_some()
         }
     }
 

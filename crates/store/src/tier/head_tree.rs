@@ -232,12 +232,23 @@ impl<V> HeadTree<V> {
 }
 
 /// The entries of a [`HeadTree::range`]: `(head, value)`, from either end.
+/// A clone walks on independently.
 pub(crate) struct Range<'a, V> {
     tree: &'a HeadTree<V>,
     /// The next place from the front.
     front: Pos,
     /// The place after the next one from the back (exclusive).
     back: Pos,
+}
+
+impl<V> Clone for Range<'_, V> {
+    fn clone(&self) -> Self {
+        Range {
+            tree: self.tree,
+            front: self.front,
+            back: self.back,
+        }
+    }
 }
 
 impl<'a, V> Range<'a, V> {
