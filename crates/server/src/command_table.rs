@@ -528,6 +528,11 @@ pub struct CommandSpec {
     /// Checked once the `Txn` is open; past
     /// [`crate::dispatch::LONG_WORK_US`] the handler runs off the worker.
     pub data_work: Option<DataWorkFn>,
+    /// The argument naming the one element of its first key that the
+    /// command reads (SISMEMBER's member, HGET's field); `None`: none.
+    /// A pipeline prefetches those elements' data entries for all of its
+    /// commands before it runs them (`Store::prefetch_seeks`).
+    pub seek: Option<u8>,
 }
 
 /// What every row of one command-family file shares: its ACL categories and
@@ -580,7 +585,15 @@ impl CommandSpec {
             work: None,
             tier: TierUse::Absorb,
             data_work: None,
+            seek: None,
         }
+    }
+
+    /// Sets the argument naming the element the command reads (see
+    /// [`CommandSpec::seek`]).
+    pub const fn seeks(mut self, arg: u8) -> Self {
+        self.seek = Some(arg);
+        self
     }
 
     /// Sets the estimate of a request's work from its data (see

@@ -56,6 +56,35 @@ pub struct Batch {
     taken: Vec<usize>,
 }
 
+/// Prefetches the data entries that the group's commands of one element
+/// (`CommandSpec::seek`) read, all of them before any runs, so that their
+/// cache misses overlap (`Store::prefetch_seeks`). Nothing for a group
+/// with fewer than two such commands.
+fn prefetch_seeks(
+    server: &Server,
+    db: u16,
+    buf: &[u8],
+    cmds: &[(&'static Entry, usize, usize)],
+    spans: &[Span],
+) {
+    if cmds
+        .iter()
+        .filter(|(e, _, _)| e.spec.seek.is_some())
+        .nth(1)
+        .is_none()
+    {
+        return;
+    }
+    let seeks: Vec<(u16, &[u8], &[u8])> = cmds
+        .iter()
+        .filter_map(|&(e, a, b)| {
+            let args = Args::new(buf, &spans[a..b]);
+            Some((db, args.get(1)?, args.get(usize::from(e.spec.seek?))?))
+        })
+        .collect();
+    server.store.prefetch_seeks(&seeks);
+}
+
 impl Batch {
     /// True when nothing is pending.
     pub fn is_empty(&self) -> bool {
@@ -173,6 +202,7 @@ impl Batch {
             // `Txn` first (`dispatch::absorb_unless_kept`).
             let mut txn = server.store.begin_keep_dirty(&keys);
             let db = client.db;
+            prefetch_seeks(server, db, buf, cmds, spans);
             let long = args_long
                 || dispatch::data_work_is_long(
                     &mut txn,

@@ -740,6 +740,24 @@ impl Store {
         self.inner.kv.prefetch(&mks);
     }
 
+    /// Asks the CPU to start loading, for each `(db, key, element)`, the
+    /// data entry a read of that element of the key reads first
+    /// (`Kv::prefetch_seeks`: a set's page that would hold the member, a
+    /// hash's field), where the key is resident: a pipeline calls it for
+    /// its commands that each read one element, before it runs them.
+    pub fn prefetch_seeks(&self, seeks: &[(u16, &[u8], &[u8])]) {
+        let mks: Vec<keys::KeyBuf> = seeks
+            .iter()
+            .map(|(db, key, _)| keys::KeyBuf::meta(*db, key))
+            .collect();
+        let pairs: Vec<(&[u8], &[u8])> = mks
+            .iter()
+            .zip(seeks)
+            .map(|(mk, (_, _, element))| (&mk[..], *element))
+            .collect();
+        self.inner.kv.prefetch_seeks(&pairs);
+    }
+
     /// Reads each key of `names` into the memory tier (`Kv::warm`; a bitmap by
     /// one point read where one entry holds it all, `page::whole_entry`). The
     /// server calls it off its connection workers for a request whose keys

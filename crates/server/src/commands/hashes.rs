@@ -44,7 +44,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         .key_flags(&["RW", "update"]),
     row("hsetnx", 4, hsetnx, WDF, "Sets the value of a field in a hash only when the field doesn't exist.", "2.0.0")
         .key_flags(&["RW", "insert"]),
-    row("hget", 3, hget, RF, "Returns the value of a field in a hash.", "2.0.0")
+    row("hget", 3, hget, RF, "Returns the value of a field in a hash.", "2.0.0").seeks(2)
         .key_flags(&["RO", "access"]),
     row("hmget", -3, hmget, RF, "Returns the values of all fields in a hash.", "2.0.0").work(work::per_element)
         .key_flags(&["RO", "access"]),
@@ -52,7 +52,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         .key_flags(&["RO", "access"]),
     row("hdel", -3, hdel, WF, "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", "2.0.0").work(work::per_element)
         .key_flags(&["RW", "delete"]),
-    row("hexists", 3, hexists, RF, "Determines whether a field exists in a hash.", "2.0.0")
+    row("hexists", 3, hexists, RF, "Determines whether a field exists in a hash.", "2.0.0").seeks(2)
         .key_flags(&["RO"]),
     row("hlen", 2, hlen, RF, "Returns the number of fields in a hash.", "2.0.0")
         .key_flags(&["RO"]),
@@ -64,7 +64,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         .key_flags(&["RW", "access", "update"]),
     row("hincrbyfloat", 4, hincrbyfloat, WDF, "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", "2.6.0")
         .key_flags(&["RW", "access", "update"]),
-    row("hstrlen", 3, hstrlen, RF, "Returns the length of the value of a field.", "3.2.0")
+    row("hstrlen", 3, hstrlen, RF, "Returns the length of the value of a field.", "3.2.0").seeks(2)
         .key_flags(&["RO"]),
     row("hscan", -3, hscan, R, "Iterates over fields and values of a hash.", "2.8.0").work(work::count_option)
         .key_flags(&["RO", "access"]),

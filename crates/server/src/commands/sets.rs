@@ -34,7 +34,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         .key_flags(&["RW", "insert"]),
     FAMILY.row("srem", -3, srem, WF, K1, "Removes one or more members from a set. Deletes the set if the last member was removed.", "1.0.0").work(work::per_element)
         .key_flags(&["RW", "delete"]),
-    FAMILY.row("sismember", 3, sismember, RF, K1, "Determines whether a member belongs to a set.", "1.0.0")
+    FAMILY.row("sismember", 3, sismember, RF, K1, "Determines whether a member belongs to a set.", "1.0.0").seeks(2)
         .key_flags(&["RO"]),
     FAMILY.row("smismember", -3, smismember, RF, K1, "Determines whether multiple members belong to a set.", "6.2.0").work(work::per_element)
         .key_flags(&["RO", "access"]),

@@ -439,6 +439,14 @@ pub trait Kv: KvRead {
     /// engine without a memory tier.
     fn prefetch(&self, _mks: &[&[u8]]) {}
 
+    /// Asks the CPU to start loading, for each `(mk, element)`, the first
+    /// `Data` entry at or after `element` of the version that the meta of
+    /// `mk` names (the set page that would hold a member, a hash field),
+    /// where the key is in process memory: a hint, for a batch of
+    /// commands that each read one element, so that their cache misses
+    /// overlap. A no-op for an engine without a memory tier.
+    fn prefetch_seeks(&self, _seeks: &[(&[u8], &[u8])]) {}
+
     /// Reads the key whose `Meta` key is `mk` into process memory, as far
     /// as [`Kv::is_resident`] asks, so that a command run next is served
     /// without an LSM read (the key may be evicted again before that: then

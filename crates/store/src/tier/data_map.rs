@@ -7,7 +7,7 @@
 //! a leaf of eleven slots (about 370 bytes here) for even one entry, more
 //! than a 100-bit bitmap's page. The vector is kept at its exact length.
 
-use super::head_tree::{HeadTree, Range as HeadRange};
+use super::head_tree::{HeadTree, Range as HeadRange, Seek};
 use std::cmp::Ordering;
 use std::ops::Bound;
 
@@ -147,6 +147,23 @@ impl DataMap {
     pub(crate) fn prefetch(&self) {
         if let Some(m) = &self.0 {
             m.prefetch();
+        }
+    }
+
+    /// Starts a prefetch of the first entry at or after `suffix` (a hint):
+    /// in a big map, the seek of its head ([`HeadTree::prefetch_seek`]; go on with
+    /// [`Seek::slot`], then [`prefetch_entry`] of [`Seek::value`]); a
+    /// small map's first entries are asked for at once (`None`).
+    pub(crate) fn prefetch_seek(&self, suffix: &[u8]) -> Option<Seek<'_, Bucket>> {
+        match self.0.as_deref()? {
+            Map::Big(m) => match m.place(suffix) {
+                Place::At(h) => m.heads.prefetch_seek(h),
+                Place::Below | Place::Above => None,
+            },
+            small => {
+                small.prefetch();
+                None
+            }
         }
     }
 
@@ -334,7 +351,7 @@ pub(crate) struct Headed {
 
 /// The entries of one head: one inline (the usual case), or a layer of
 /// two or more.
-enum Bucket {
+pub(crate) enum Bucket {
     One(Box<[u8]>, Value),
     Many(Box<Headed>),
 }
@@ -735,11 +752,22 @@ struct Walk<'a> {
     ahead_back: Option<HeadRange<'a, Bucket>>,
 }
 
+/// Asks the suffix and the first [`VALUE_LINES`] of the value of a
+/// seek's bucket into cache (a hint; a layer is left alone).
+pub(crate) fn prefetch_entry(b: &Bucket) {
+    if let Bucket::One(k, v) = b {
+        crate::prefetch::line(k.as_ptr());
+        if let Some(v) = v {
+            crate::prefetch::bytes(v, VALUE_LINES);
+        }
+    }
+}
+
 /// How many buckets ahead of a [`Walk`] their entries are prefetched.
 const AHEAD: usize = 8;
 
 /// Asks the suffix and the head of the value of a one-entry bucket into
-/// cache (a hint).
+/// cache (a hint; a layer is left alone).
 #[inline]
 fn prefetch_bucket(b: &Bucket) {
     if let Bucket::One(k, v) = b {

@@ -6,6 +6,8 @@ use std::hash::{BuildHasher, Hasher};
 use std::ops::Bound;
 
 use super::data_map::DataMap;
+use super::data_map::{prefetch_entry, Bucket};
+use super::head_tree::Seek;
 
 /// Bytes counted per resident key besides its entries' bytes: its
 /// [`Entry`] in a bucket of its shard's table, with the table's spare
@@ -425,6 +427,39 @@ impl Shard {
                     e.prefetch();
                 }
             }
+        }
+    }
+
+    /// Prefetches, for each `(key, hash, element)` of this shard, the
+    /// first data entry at or after `element` of the version its resident
+    /// meta names (`DataMap::prefetch_seek`): each step for all of them before the
+    /// next, so that their misses overlap. A hint.
+    pub(crate) fn prefetch_seeks(&self, seeks: &[(&[u8], u64, &[u8])]) {
+        let mut suffix = Vec::new();
+        let mut open: Vec<Seek<'_, Bucket>> = Vec::with_capacity(seeks.len());
+        for &(key, h, element) in seeks {
+            let Some(e) = self.find_hashed(key, h) else {
+                continue;
+            };
+            let Some(Some(meta)) = e.meta() else {
+                continue;
+            };
+            let Ok(version) = crate::meta::KeyMeta::decode_version(meta) else {
+                continue;
+            };
+            suffix.clear();
+            suffix.extend_from_slice(&version.to_be_bytes());
+            suffix.extend_from_slice(element);
+            open.extend(e.data.prefetch_seek(&suffix));
+        }
+        for s in &mut open {
+            s.segment();
+        }
+        for s in &mut open {
+            s.slot();
+        }
+        for s in &open {
+            prefetch_entry(s.value());
         }
     }
 

@@ -1,16 +1,18 @@
 //! An ordered map from integer heads to values, flat enough that a lookup
-//! waits on about two cache misses: the heads in sorted chunks of at most
-//! [`CHUNK_MAX`], each chunk's heads in one array of their own, found
-//! through one array of every chunk's last head (its *fence*).
+//! waits on few cache misses: the heads in sorted chunks of at most
+//! [`CHUNK_MAX`], each chunk's heads in one array of their own with the
+//! last head of every eight beside it, found through one array of every
+//! chunk's last head (its *fence*).
 //!
 //! Why not `BTreeMap<u64, V>`: a lookup there descends a node per level
 //! (five for the ~25,000 pages of a set of a million members), each a
 //! dependent cache miss on the node's length and keys, and a sixth on the
 //! value, which sits in its own part of the leaf; a SISMEMBER at 100
 //! requests in flight spent a seventh of the server's time in that
-//! descent. Here the fences (8 bytes a chunk) stay in cache, a chunk's
-//! heads are counted in one pass whose loads do not depend on each other,
-//! and then the value is read.
+//! descent. Here the fences (8 bytes a chunk) stay in cache; in the chunk
+//! a lookup reads the line of segment ends, then one segment of heads,
+//! then the value. A batch of lookups can go step by step over all of
+//! them ([`HeadTree::prefetch_seek`]), so that their misses overlap.
 //!
 //! Costs: an insert or a removal moves up to [`CHUNK_MAX`] heads and
 //! values within their chunk, and a split or merge of a chunk moves the
@@ -18,6 +20,43 @@
 //! neighbour has room for it.
 
 use std::ops::Bound;
+
+/// A prefetch of the entry a seek lands on ([`HeadTree::prefetch_seek`]).
+pub(crate) struct Seek<'a, V> {
+    chunk: &'a Chunk<V>,
+    h: u64,
+    /// The entry's index in the chunk, once [`Seek::slot`] found it.
+    i: usize,
+}
+
+impl<'a, V> Seek<'a, V> {
+    /// Picks the segment of heads by the segment ends (which the seek
+    /// asked for) and asks that segment into cache.
+    pub(crate) fn segment(&mut self) {
+        let k = self.chunk.segment(self.h, true);
+        if let Some(x) = self.chunk.heads.get(SEGMENT * k) {
+            crate::prefetch::line(std::ptr::from_ref(x).cast());
+        }
+    }
+
+    /// Finds the entry among its segment's heads and asks its value slot
+    /// into cache.
+    pub(crate) fn slot(&mut self) {
+        self.i = self
+            .chunk
+            .count(self.h, true)
+            .min(self.chunk.vals.len() - 1);
+        let p = std::ptr::from_ref(&self.chunk.vals[self.i]).cast::<u8>();
+        crate::prefetch::line(p);
+        crate::prefetch::line(p.wrapping_add(size_of::<V>() - 1));
+    }
+
+    /// The entry's value (after [`Seek::slot`]), for the caller to
+    /// prefetch what it points to.
+    pub(crate) fn value(&self) -> &'a V {
+        &self.chunk.vals[self.i]
+    }
+}
 
 /// Heads a chunk holds before it splits in two.
 const CHUNK_MAX: usize = 64;
@@ -32,10 +71,64 @@ pub(crate) struct HeadTree<V> {
     len: usize,
 }
 
-/// Heads and their values, ascending, `heads.len() == vals.len() >= 1`.
+/// Heads and their values, ascending, `heads.len() == vals.len() >= 1`,
+/// and the last head of each segment of [`SEGMENT`] heads: a count of the
+/// heads below a bound reads that line and one segment of heads, two
+/// cache lines instead of all of the chunk's.
 struct Chunk<V> {
+    /// `sub[k]`: the last head of segment `k` (`heads[8k..8k + 8]`);
+    /// `u64::MAX` past the last segment (a count then stops at the
+    /// segments that hold heads, whatever the bound).
+    sub: [u64; SEGMENTS],
     heads: Vec<u64>,
     vals: Vec<V>,
+}
+
+/// Heads a segment of a chunk holds: one cache line.
+const SEGMENT: usize = 8;
+
+/// Segments of a full chunk.
+const SEGMENTS: usize = CHUNK_MAX / SEGMENT;
+
+impl<V> Chunk<V> {
+    fn new(heads: Vec<u64>, vals: Vec<V>) -> Self {
+        let mut c = Chunk {
+            sub: [u64::MAX; SEGMENTS],
+            heads,
+            vals,
+        };
+        c.resum();
+        c
+    }
+
+    /// Sets [`Chunk::sub`] after a change of the heads.
+    fn resum(&mut self) {
+        let n = self.heads.len();
+        for (k, s) in self.sub.iter_mut().enumerate() {
+            *s = if SEGMENT * k < n {
+                self.heads[(SEGMENT * k + SEGMENT - 1).min(n - 1)]
+            } else {
+                u64::MAX
+            };
+        }
+    }
+
+    /// The segment whose heads a count of the heads below `h` (`strict`)
+    /// or at most `h` reads: the first whose last head passes `h`
+    /// ([`SEGMENTS`] when none does).
+    #[inline]
+    fn segment(&self, h: u64, strict: bool) -> usize {
+        count_below(&self.sub, h, strict)
+    }
+
+    /// Number of heads below `h` (`strict`) or at most `h` (not
+    /// `strict`).
+    #[inline]
+    fn count(&self, h: u64, strict: bool) -> usize {
+        let at = (SEGMENT * self.segment(h, strict)).min(self.heads.len());
+        let end = (at + SEGMENT).min(self.heads.len());
+        at + count_below(&self.heads[at..end], h, strict)
+    }
 }
 
 impl<V> Default for HeadTree<V> {
@@ -53,8 +146,7 @@ impl<V> Default for HeadTree<V> {
 type Pos = (usize, usize);
 
 /// Number of `heads` below `h` (`strict`) or at most `h` (not `strict`):
-/// a count over the whole array, branch-free, so its loads go out
-/// together.
+/// a count over the whole slice, branch-free.
 #[inline]
 fn count_below(heads: &[u64], h: u64, strict: bool) -> usize {
     if strict {
@@ -81,7 +173,7 @@ impl<V> HeadTree<V> {
         };
         match self.chunks.get(c) {
             // The fence of chunk `c` passes `h`, so the index is inside it.
-            Some(ch) => (c, count_below(&ch.heads, h, strict)),
+            Some(ch) => (c, ch.count(h, strict)),
             None => (c, 0),
         }
     }
@@ -104,13 +196,23 @@ impl<V> HeadTree<V> {
         Some(&mut self.chunks[c].vals[i])
     }
 
+    /// Starts a prefetch of the first entry at or after `h` (a hint): asks
+    /// the segment ends of its chunk into cache and returns the seek, whose
+    /// [`Seek::segment`], [`Seek::slot`] and [`Seek::value`] go on from
+    /// there. Run each step for every seek of a batch before the next
+    /// step, so that the batch's cache misses overlap. `None` past the
+    /// last head.
+    pub(crate) fn prefetch_seek(&self, h: u64) -> Option<Seek<'_, V>> {
+        let c = self.fences.partition_point(|&f| f < h);
+        let chunk = self.chunks.get(c)?;
+        crate::prefetch::line(std::ptr::from_ref(&chunk.sub).cast());
+        Some(Seek { chunk, h, i: 0 })
+    }
+
     /// Sets the value of `h`; returns the one it replaces.
     pub(crate) fn insert(&mut self, h: u64, v: V) -> Option<V> {
         if self.chunks.is_empty() {
-            self.chunks.push(Chunk {
-                heads: vec![h],
-                vals: vec![v],
-            });
+            self.chunks.push(Chunk::new(vec![h], vec![v]));
             self.fences.push(h);
             self.len = 1;
             return None;
@@ -128,10 +230,7 @@ impl<V> HeadTree<V> {
             if i == CHUNK_MAX && c + 1 == self.chunks.len() {
                 // Past the last head: a new chunk, so that ascending
                 // inserts (a key loaded whole) leave full chunks behind.
-                self.chunks.push(Chunk {
-                    heads: vec![h],
-                    vals: vec![v],
-                });
+                self.chunks.push(Chunk::new(vec![h], vec![v]));
                 self.fences.push(h);
                 self.len += 1;
                 return None;
@@ -147,6 +246,7 @@ impl<V> HeadTree<V> {
         let ch = &mut self.chunks[c];
         ch.heads.insert(i, h);
         ch.vals.insert(i, v);
+        ch.resum();
         self.len += 1;
         self.fences[c] = *ch.heads.last().expect("not empty");
         None
@@ -156,10 +256,8 @@ impl<V> HeadTree<V> {
     fn split(&mut self, c: usize) {
         let ch = &mut self.chunks[c];
         let half = ch.heads.len() / 2;
-        let upper = Chunk {
-            heads: ch.heads.split_off(half),
-            vals: ch.vals.split_off(half),
-        };
+        let upper = Chunk::new(ch.heads.split_off(half), ch.vals.split_off(half));
+        ch.resum();
         self.fences[c] = *ch.heads.last().expect("half is not empty");
         self.fences
             .insert(c + 1, *upper.heads.last().expect("half is not empty"));
@@ -172,6 +270,7 @@ impl<V> HeadTree<V> {
         let ch = &mut self.chunks[c];
         ch.heads.remove(i);
         let v = ch.vals.remove(i);
+        ch.resum();
         self.len -= 1;
         if ch.heads.is_empty() {
             self.chunks.remove(c);
@@ -202,6 +301,7 @@ impl<V> HeadTree<V> {
         let ch = &mut self.chunks[c];
         ch.heads.extend(next.heads);
         ch.vals.extend(next.vals);
+        ch.resum();
         self.fences[c] = *ch.heads.last().expect("not empty");
     }
 
@@ -322,6 +422,8 @@ mod tests {
             assert!(ch.heads.capacity() <= CHUNK_MAX && ch.vals.capacity() <= CHUNK_MAX);
             assert_eq!(ch.heads.len(), ch.vals.len());
             assert_eq!(t.fences[c], *ch.heads.last().unwrap());
+            let want = Chunk::<u32>::new(ch.heads.clone(), Vec::new());
+            assert_eq!(ch.sub, want.sub, "segment ends follow the heads");
             for &h in &ch.heads {
                 assert!(prev < Some(h), "heads ascend across chunks");
                 prev = Some(h);

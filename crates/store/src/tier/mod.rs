@@ -992,6 +992,18 @@ impl Kv for TieredKv {
         }
     }
 
+    fn prefetch_seeks(&self, seeks: &[(&[u8], &[u8])]) {
+        // Each run of seeks of one shard (commands on one key) under one
+        // hold of its lock, so that the steps keep what they found.
+        let all: Vec<(&[u8], u64, &[u8])> = seeks
+            .iter()
+            .map(|&(mk, element)| (mk, entry::hash(mk), element))
+            .collect();
+        for run in all.chunk_by(|a, b| shard_index(a.1) == shard_index(b.1)) {
+            self.tier.shard_by_hash(run[0].1).lock().prefetch_seeks(run);
+        }
+    }
+
     fn warm(&self, mk: &[u8], whole: &dyn Fn(&[u8]) -> Option<WholeEntry>) -> Result<()> {
         let Some(meta) = self.get_meta(mk)? else {
             return Ok(());
