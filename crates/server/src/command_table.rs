@@ -615,6 +615,13 @@ impl CommandSpec {
         self
     }
 
+    /// The key and the element that `args` (the whole request) reads, for
+    /// a row with a [`CommandSpec::seek`] argument; `None` otherwise or
+    /// when the request lacks them.
+    pub fn seek_of<'a>(&self, args: &Args<'a>) -> Option<(&'a [u8], &'a [u8])> {
+        Some((args.get(1)?, args.get(usize::from(self.seek?))?))
+    }
+
     /// True when `args` (the whole request) asks for more work than
     /// [`crate::dispatch::LONG_WORK_US`].
     pub fn is_long(&self, args: &Args<'_>) -> bool {

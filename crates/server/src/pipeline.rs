@@ -78,8 +78,8 @@ fn prefetch_seeks(
     let seeks: Vec<(u16, &[u8], &[u8])> = cmds
         .iter()
         .filter_map(|&(e, a, b)| {
-            let args = Args::new(buf, &spans[a..b]);
-            Some((db, args.get(1)?, args.get(usize::from(e.spec.seek?))?))
+            let (key, element) = e.spec.seek_of(&Args::new(buf, &spans[a..b]))?;
+            Some((db, key, element))
         })
         .collect();
     server.store.prefetch_seeks(&seeks);

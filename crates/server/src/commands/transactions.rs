@@ -137,6 +137,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
     let mut needs_txn = false;
     let mut any_write = false;
     let mut owned: Vec<(u16, &[u8])> = Vec::new();
+    // The element each one-element read reads (`CommandSpec::seek`).
+    let mut seeks: Vec<(u16, &[u8], &[u8])> = Vec::new();
     // The database each queued command runs in.
     let mut dbs = Vec::with_capacity(multi.queued.len());
     let mut idx = Vec::new();
@@ -158,6 +160,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
             idx.clear();
             spec.keys.extract(&args, &mut idx);
             owned.extend(idx.iter().filter_map(|&i| args.get(i).map(|k| (db, k))));
+            seeks.extend(spec.seek_of(&args).map(|(k, e)| (db, k, e)));
         }
     }
     let mut txn = needs_txn.then(|| begin_exec_txn(server, exclusive, &owned));
@@ -165,6 +168,11 @@ fn exec(ctx: &mut Ctx<'_>, _args: &mut Args<'_>) -> Result<Reply, CommandError> 
     // one command's misses at a time.
     if owned.len() > 1 {
         server.store.prefetch(&owned);
+    }
+    // And the data entries their one-element reads seek, step by step
+    // over all of them (`Store::prefetch_seeks`).
+    if seeks.len() > 1 {
+        server.store.prefetch_seeks(&seeks);
     }
     // Checked with the locks held: writers mark WATCHers dirty (with the
     // exact keys they modified) before they release their key locks.
