@@ -311,39 +311,49 @@ mod tests {
     #[test]
     fn the_governor_shrinks_the_tier_over_the_bound_and_regrows_it() {
         const M: u64 = 1 << 20;
-        // Over the bound by 10 MiB with 50 MiB resident: evict 10 MiB.
-        assert_eq!(
-            next_budget(50 * M, 50 * M, 50 * M, 100 * M, (110 * M, 0)),
-            40 * M
-        );
-        // A budget the tier has not filled shrinks from what it holds.
-        assert_eq!(
-            next_budget(50 * M, 20 * M, 50 * M, 100 * M, (110 * M, 0)),
-            10 * M
-        );
-        assert_eq!(
-            next_budget(50 * M, 50 * M, 50 * M, 100 * M, (500 * M, 0)),
-            MIN_TIER
-        );
+        // (budget, resident, rss) with a 50 MiB share of a 100 MiB bound
+        // and no dirty bytes, and the next budget.
+        let next = |budget, resident, rss| next_budget(budget, resident, 50 * M, 100 * M, (rss, 0));
+        for (budget, resident, rss, want, why) in [
+            (
+                50 * M,
+                50 * M,
+                110 * M,
+                40 * M,
+                "over by 10 MiB with 50 resident: evict 10",
+            ),
+            (
+                50 * M,
+                20 * M,
+                110 * M,
+                10 * M,
+                "an unfilled budget shrinks from what it holds",
+            ),
+            (50 * M, 50 * M, 500 * M, MIN_TIER, "never below the floor"),
+            (
+                50 * M,
+                50 * M,
+                80 * M,
+                57 * M + M / 2,
+                "past the share while the tier fills",
+            ),
+            (
+                50 * M,
+                10 * M,
+                80 * M,
+                50 * M,
+                "not past it while the tier has room",
+            ),
+            (50 * M, 50 * M, 96 * M, 50 * M, "not past it near the bound"),
+        ] {
+            assert_eq!(next(budget, resident, rss), want, "{why}");
+        }
         // Under it: back up to the share, in steps of half the room.
         let mut b = MIN_TIER;
         for _ in 0..40 {
-            b = next_budget(b, b.min(30 * M), 50 * M, 100 * M, (60 * M, 0));
+            b = next(b, b.min(30 * M), 60 * M);
         }
         assert_eq!(b, 50 * M);
-        // Past the share only while the tier fills and the room lasts.
-        assert_eq!(
-            next_budget(50 * M, 50 * M, 50 * M, 100 * M, (80 * M, 0)),
-            57 * M + M / 2
-        );
-        assert_eq!(
-            next_budget(50 * M, 10 * M, 50 * M, 100 * M, (80 * M, 0)),
-            50 * M
-        );
-        assert_eq!(
-            next_budget(50 * M, 50 * M, 50 * M, 100 * M, (96 * M, 0)),
-            50 * M
-        );
     }
 
     #[test]

@@ -67,14 +67,6 @@ fn prefetch_seeks(
     cmds: &[(&'static Entry, usize, usize)],
     spans: &[Span],
 ) {
-    if cmds
-        .iter()
-        .filter(|(e, _, _)| e.spec.seek.is_some())
-        .nth(1)
-        .is_none()
-    {
-        return;
-    }
     let seeks: Vec<(u16, &[u8], &[u8])> = cmds
         .iter()
         .filter_map(|&(e, a, b)| {
@@ -82,7 +74,9 @@ fn prefetch_seeks(
             Some((db, key, element))
         })
         .collect();
-    server.store.prefetch_seeks(&seeks);
+    if seeks.len() > 1 {
+        server.store.prefetch_seeks(&seeks);
+    }
 }
 
 impl Batch {

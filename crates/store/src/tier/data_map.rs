@@ -20,7 +20,7 @@ const SMALL_MAX: usize = 32;
 
 /// Cache lines of a data entry's value that [`DataMap::prefetch`] asks
 /// for: a sparse bitmap's page of 100 values is about ten.
-const VALUE_LINES: usize = 12;
+pub(crate) const VALUE_LINES: usize = 12;
 
 /// The entries of a [`DataMap::range`], either way.
 pub(crate) type RangeIter<'a> = Box<dyn DoubleEndedIterator<Item = (&'a [u8], &'a Value)> + 'a>;
@@ -152,7 +152,8 @@ impl DataMap {
 
     /// Starts a prefetch of the first entry at or after `suffix` (a hint):
     /// in a big map, the seek of its head ([`HeadTree::prefetch_seek`]; go on with
-    /// [`Seek::slot`], then [`prefetch_entry`] of [`Seek::value`]); a
+    /// [`Seek::segment`], [`Seek::slot`], then [`prefetch_bucket`] of
+    /// [`Seek::value`] with [`VALUE_LINES`]); a
     /// small map's first entries are asked for at once (`None`).
     pub(crate) fn prefetch_seek(&self, suffix: &[u8]) -> Option<Seek<'_, Bucket>> {
         match self.0.as_deref()? {
@@ -752,28 +753,18 @@ struct Walk<'a> {
     ahead_back: Option<HeadRange<'a, Bucket>>,
 }
 
-/// Asks the suffix and the first [`VALUE_LINES`] of the value of a
-/// seek's bucket into cache (a hint; a layer is left alone).
-pub(crate) fn prefetch_entry(b: &Bucket) {
-    if let Bucket::One(k, v) = b {
-        crate::prefetch::line(k.as_ptr());
-        if let Some(v) = v {
-            crate::prefetch::bytes(v, VALUE_LINES);
-        }
-    }
-}
-
 /// How many buckets ahead of a [`Walk`] their entries are prefetched.
 const AHEAD: usize = 8;
 
-/// Asks the suffix and the head of the value of a one-entry bucket into
-/// cache (a hint; a layer is left alone).
+/// Asks the suffix and the first `value_lines` cache lines of the value
+/// of a one-entry bucket into cache (a hint; a layer is left alone): a
+/// walk asks for a value's first line, a seek for [`VALUE_LINES`].
 #[inline]
-fn prefetch_bucket(b: &Bucket) {
+pub(crate) fn prefetch_bucket(b: &Bucket, value_lines: usize) {
     if let Bucket::One(k, v) = b {
         crate::prefetch::line(k.as_ptr());
         if let Some(v) = v {
-            crate::prefetch::line(v.as_ptr());
+            crate::prefetch::bytes(v, value_lines);
         }
     }
 }
@@ -830,7 +821,7 @@ impl<'a> Walk<'a> {
         /// One bucket on, prefetched; false at the end.
         fn advance(it: &mut HeadRange<'_, Bucket>, back: bool) -> bool {
             let coming = if back { it.next_back() } else { it.next() };
-            coming.map(|(_, b)| prefetch_bucket(b)).is_some()
+            coming.map(|(_, b)| prefetch_bucket(b, 1)).is_some()
         }
     }
 

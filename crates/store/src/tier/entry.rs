@@ -5,8 +5,7 @@ use hashbrown::HashTable;
 use std::hash::{BuildHasher, Hasher};
 use std::ops::Bound;
 
-use super::data_map::DataMap;
-use super::data_map::{prefetch_entry, Bucket};
+use super::data_map::{prefetch_bucket, Bucket, DataMap, VALUE_LINES};
 use super::head_tree::Seek;
 
 /// Bytes counted per resident key besides its entries' bytes: its
@@ -432,20 +431,29 @@ impl Shard {
 
     /// Prefetches, for each `(key, hash, element)` of this shard, the
     /// first data entry at or after `element` of the version its resident
-    /// meta names (`DataMap::prefetch_seek`): each step for all of them before the
-    /// next, so that their misses overlap. A hint.
+    /// meta names (`DataMap::prefetch_seek`): each step for all of them
+    /// before the next, so that their misses overlap. A hint. Seeks of
+    /// one key in a row (a pipeline of SISMEMBERs) find it once.
     pub(crate) fn prefetch_seeks(&self, seeks: &[(&[u8], u64, &[u8])]) {
         let mut suffix = Vec::new();
         let mut open: Vec<Seek<'_, Bucket>> = Vec::with_capacity(seeks.len());
+        let mut last: Option<(&[u8], &Entry, u64)> = None;
         for &(key, h, element) in seeks {
-            let Some(e) = self.find_hashed(key, h) else {
-                continue;
-            };
-            let Some(Some(meta)) = e.meta() else {
-                continue;
-            };
-            let Ok(version) = crate::meta::KeyMeta::decode_version(meta) else {
-                continue;
+            let (e, version) = match last {
+                Some((k, e, v)) if k == key => (e, v),
+                _ => {
+                    let Some(e) = self.find_hashed(key, h) else {
+                        continue;
+                    };
+                    let Some(Some(meta)) = e.meta() else {
+                        continue;
+                    };
+                    let Ok(v) = crate::meta::KeyMeta::decode_version(meta) else {
+                        continue;
+                    };
+                    last = Some((key, e, v));
+                    (e, v)
+                }
             };
             suffix.clear();
             suffix.extend_from_slice(&version.to_be_bytes());
@@ -459,7 +467,7 @@ impl Shard {
             s.slot();
         }
         for s in &open {
-            prefetch_entry(s.value());
+            prefetch_bucket(s.value(), VALUE_LINES);
         }
     }
 

@@ -25,6 +25,8 @@ use std::ops::Bound;
 pub(crate) struct Seek<'a, V> {
     chunk: &'a Chunk<V>,
     h: u64,
+    /// The segment of heads, once [`Seek::segment`] picked it.
+    k: usize,
     /// The entry's index in the chunk, once [`Seek::slot`] found it.
     i: usize,
 }
@@ -33,8 +35,8 @@ impl<'a, V> Seek<'a, V> {
     /// Picks the segment of heads by the segment ends (which the seek
     /// asked for) and asks that segment into cache.
     pub(crate) fn segment(&mut self) {
-        let k = self.chunk.segment(self.h, true);
-        if let Some(x) = self.chunk.heads.get(SEGMENT * k) {
+        self.k = self.chunk.segment(self.h, true);
+        if let Some(x) = self.chunk.heads.get(SEGMENT * self.k) {
             crate::prefetch::line(std::ptr::from_ref(x).cast());
         }
     }
@@ -44,7 +46,7 @@ impl<'a, V> Seek<'a, V> {
     pub(crate) fn slot(&mut self) {
         self.i = self
             .chunk
-            .count(self.h, true)
+            .count_in(self.k, self.h, true)
             .min(self.chunk.vals.len() - 1);
         let p = std::ptr::from_ref(&self.chunk.vals[self.i]).cast::<u8>();
         crate::prefetch::line(p);
@@ -63,12 +65,13 @@ const CHUNK_MAX: usize = 64;
 
 /// The map (see the module docs).
 pub(crate) struct HeadTree<V> {
-    /// The last (greatest) head of each chunk, ascending.
+    /// The last (greatest) head of each chunk, ascending: the chunks'
+    /// own last heads, kept dense so that the search among them stays in
+    /// a few cache lines.
     fences: Vec<u64>,
     /// Never empty chunks, ascending: every head of a chunk is above the
     /// previous chunk's fence.
     chunks: Vec<Chunk<V>>,
-    len: usize,
 }
 
 /// Heads and their values, ascending, `heads.len() == vals.len() >= 1`,
@@ -125,7 +128,13 @@ impl<V> Chunk<V> {
     /// `strict`).
     #[inline]
     fn count(&self, h: u64, strict: bool) -> usize {
-        let at = (SEGMENT * self.segment(h, strict)).min(self.heads.len());
+        self.count_in(self.segment(h, strict), h, strict)
+    }
+
+    /// [`Chunk::count`] once its segment `k` is known.
+    #[inline]
+    fn count_in(&self, k: usize, h: u64, strict: bool) -> usize {
+        let at = (SEGMENT * k).min(self.heads.len());
         let end = (at + SEGMENT).min(self.heads.len());
         at + count_below(&self.heads[at..end], h, strict)
     }
@@ -136,7 +145,6 @@ impl<V> Default for HeadTree<V> {
         HeadTree {
             fences: Vec::new(),
             chunks: Vec::new(),
-            len: 0,
         }
     }
 }
@@ -157,20 +165,20 @@ fn count_below(heads: &[u64], h: u64, strict: bool) -> usize {
 }
 
 impl<V> HeadTree<V> {
-    /// Number of entries.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.len
+    /// The first chunk whose fence is at least `h` (`strict`) or above
+    /// `h` (not `strict`); `chunks.len()` when none is.
+    fn chunk_of(&self, h: u64, strict: bool) -> usize {
+        if strict {
+            self.fences.partition_point(|&f| f < h)
+        } else {
+            self.fences.partition_point(|&f| f <= h)
+        }
     }
 
     /// The first place whose head is at least `h` (`strict`) or above `h`
     /// (not `strict`).
     fn seek(&self, h: u64, strict: bool) -> Pos {
-        let c = if strict {
-            self.fences.partition_point(|&f| f < h)
-        } else {
-            self.fences.partition_point(|&f| f <= h)
-        };
+        let c = self.chunk_of(h, strict);
         match self.chunks.get(c) {
             // The fence of chunk `c` passes `h`, so the index is inside it.
             Some(ch) => (c, ch.count(h, strict)),
@@ -203,10 +211,14 @@ impl<V> HeadTree<V> {
     /// step, so that the batch's cache misses overlap. `None` past the
     /// last head.
     pub(crate) fn prefetch_seek(&self, h: u64) -> Option<Seek<'_, V>> {
-        let c = self.fences.partition_point(|&f| f < h);
-        let chunk = self.chunks.get(c)?;
+        let chunk = self.chunks.get(self.chunk_of(h, true))?;
         crate::prefetch::line(std::ptr::from_ref(&chunk.sub).cast());
-        Some(Seek { chunk, h, i: 0 })
+        Some(Seek {
+            chunk,
+            h,
+            k: 0,
+            i: 0,
+        })
     }
 
     /// Sets the value of `h`; returns the one it replaces.
@@ -214,7 +226,6 @@ impl<V> HeadTree<V> {
         if self.chunks.is_empty() {
             self.chunks.push(Chunk::new(vec![h], vec![v]));
             self.fences.push(h);
-            self.len = 1;
             return None;
         }
         let (mut c, mut i) = self.seek(h, true);
@@ -232,7 +243,6 @@ impl<V> HeadTree<V> {
                 // inserts (a key loaded whole) leave full chunks behind.
                 self.chunks.push(Chunk::new(vec![h], vec![v]));
                 self.fences.push(h);
-                self.len += 1;
                 return None;
             }
             // Split before the insert, so that no chunk's arrays grow past
@@ -247,7 +257,6 @@ impl<V> HeadTree<V> {
         ch.heads.insert(i, h);
         ch.vals.insert(i, v);
         ch.resum();
-        self.len += 1;
         self.fences[c] = *ch.heads.last().expect("not empty");
         None
     }
@@ -271,7 +280,6 @@ impl<V> HeadTree<V> {
         ch.heads.remove(i);
         let v = ch.vals.remove(i);
         ch.resum();
-        self.len -= 1;
         if ch.heads.is_empty() {
             self.chunks.remove(c);
             self.fences.remove(c);
@@ -413,10 +421,13 @@ mod tests {
         }
     }
 
+    fn len(t: &HeadTree<u32>) -> usize {
+        t.chunks.iter().map(|c| c.heads.len()).sum()
+    }
+
     fn check_shape(t: &HeadTree<u32>) {
         assert_eq!(t.fences.len(), t.chunks.len());
         let mut prev = None;
-        let mut n = 0;
         for (c, ch) in t.chunks.iter().enumerate() {
             assert!(!ch.heads.is_empty() && ch.heads.len() <= CHUNK_MAX);
             assert!(ch.heads.capacity() <= CHUNK_MAX && ch.vals.capacity() <= CHUNK_MAX);
@@ -428,9 +439,7 @@ mod tests {
                 assert!(prev < Some(h), "heads ascend across chunks");
                 prev = Some(h);
             }
-            n += ch.heads.len();
         }
-        assert_eq!(n, t.len());
     }
 
     proptest! {
@@ -465,6 +474,7 @@ mod tests {
                 prop_assert_eq!(&back, &want);
             }
             check_shape(&t);
+            prop_assert_eq!(len(&t), m.len());
             prop_assert_eq!(t.into_values().collect::<Vec<_>>(), m.into_values().collect::<Vec<_>>());
         }
     }
@@ -539,6 +549,6 @@ mod tests {
         for h in (0..10_000u64).step_by(8) {
             assert_eq!(t.remove(h), Some(0));
         }
-        assert!(t.chunks.is_empty() && t.fences.is_empty() && t.len() == 0);
+        assert!(t.chunks.is_empty() && t.fences.is_empty() && len(&t) == 0);
     }
 }

@@ -61,6 +61,29 @@ fn get_varint(value: &[u8], pos: &mut usize) -> Result<usize> {
     }
 }
 
+/// The member whose length is at `*pos` in a page value, moving past it.
+/// A length below 128 (one byte, the usual case) is read inline.
+///
+/// # Errors
+/// `Corrupt` on a bad length or a member past the end.
+#[inline]
+fn member_at<'a>(value: &'a [u8], pos: &mut usize) -> Result<&'a [u8]> {
+    let n = match value.get(*pos) {
+        Some(&b) if b < 0x80 => {
+            *pos += 1;
+            usize::from(b)
+        }
+        _ => get_varint(value, pos)?,
+    };
+    let end = pos
+        .checked_add(n)
+        .filter(|&e| e <= value.len())
+        .ok_or_else(|| corrupt("member past the end"))?;
+    let m = &value[*pos..end];
+    *pos = end;
+    Ok(m)
+}
+
 /// Number of members of a page with this value, read from its header.
 ///
 /// # Errors
@@ -92,30 +115,17 @@ pub(crate) fn members<'a>(key: &'a [u8], value: &'a [u8]) -> Result<Vec<&'a [u8]
 /// # Errors
 /// `Corrupt` as [`members`].
 pub(crate) fn contains(key: &[u8], value: &[u8], member: &[u8]) -> Result<bool> {
-    // The loop of [`Members`] written out for the one question: a length
-    // below 128 (one byte) read inline, and no `Option<Result>` per member
-    // (a scan reads about twenty members per SISMEMBER).
+    // The loop of [`Members`] written out for the one question: no
+    // `Option<Result>` per member (a scan reads about twenty members per
+    // SISMEMBER).
     let Members {
         mut pos, mut left, ..
     } = Members::new(key, value)?;
-    let mut prev: &[u8] = &[];
-    let mut first = true;
+    let mut prev: Option<&[u8]> = None;
     while left > 0 {
         left -= 1;
-        let n = match value.get(pos) {
-            Some(&b) if b < 0x80 => {
-                pos += 1;
-                usize::from(b)
-            }
-            _ => get_varint(value, &mut pos)?,
-        };
-        let end = pos
-            .checked_add(n)
-            .filter(|&e| e <= value.len())
-            .ok_or_else(|| corrupt("member past the end"))?;
-        let m = &value[pos..end];
-        pos = end;
-        if !first && cmp_bytes(prev, m) != Ordering::Less {
+        let m = member_at(value, &mut pos)?;
+        if prev.is_some_and(|p| cmp_bytes(p, m) != Ordering::Less) {
             return Err(corrupt("members out of order"));
         }
         match cmp_bytes(m, member) {
@@ -123,12 +133,12 @@ pub(crate) fn contains(key: &[u8], value: &[u8], member: &[u8]) -> Result<bool> 
             Ordering::Equal => return Ok(true),
             Ordering::Greater => return Ok(false),
         }
-        (prev, first) = (m, false);
+        prev = Some(m);
     }
     if pos < value.len() {
         return Err(corrupt("bytes past the last member"));
     }
-    if !first && cmp_bytes(prev, key) != Ordering::Less {
+    if prev.is_some_and(|p| cmp_bytes(p, key) != Ordering::Less) {
         return Err(corrupt("members out of order"));
     }
     Ok(key == member)
@@ -249,15 +259,7 @@ impl<'a> Members<'a> {
     }
 
     fn next_in_value(&mut self) -> Result<&'a [u8]> {
-        let n = get_varint(self.value, &mut self.pos)?;
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.value.len())
-            .ok_or_else(|| corrupt("member past the end"))?;
-        let m = &self.value[self.pos..end];
-        self.pos = end;
-        Ok(m)
+        member_at(self.value, &mut self.pos)
     }
 }
 
