@@ -290,6 +290,18 @@ fn header_line(
     at: usize,
     too_big: ProtocolError,
 ) -> Result<Option<(Option<i64>, usize)>, ProtocolError> {
+    match short_header(buf, at) {
+        Some(found) => Ok(Some(found)),
+        None => scanned_header(buf, at, too_big),
+    }
+}
+
+/// [`header_line`] by a search for the line's end, for any header.
+fn scanned_header(
+    buf: &[u8],
+    at: usize,
+    too_big: ProtocolError,
+) -> Result<Option<(Option<i64>, usize)>, ProtocolError> {
     let search_end = buf.len().min(at + INLINE_MAX + 2);
     let Some(cr) = memchr::memchr(b'\r', &buf[at..search_end]) else {
         if buf.len() - at > INLINE_MAX {
@@ -304,6 +316,29 @@ fn header_line(
     let n = roaringd_compat::number::parse_i64(&buf[at + 1..cr]);
     Ok(Some((n, cr + 2)))
 }
+
+/// The common header, read without a search for its end: a canonical
+/// count of at most [`SHORT_DIGITS`] digits (no sign, no leading zero)
+/// and its `\r\n`, all buffered. `None` for anything else (the general
+/// path of [`header_line`] decides it: the same value, or its error).
+fn short_header(buf: &[u8], at: usize) -> Option<(Option<i64>, usize)> {
+    let digits = buf.get(at + 1..)?;
+    let mut n: i64 = 0;
+    for (i, &c) in digits.iter().enumerate().take(SHORT_DIGITS + 1) {
+        match c {
+            b'0'..=b'9' if !(i == 1 && n == 0) => n = n * 10 + i64::from(c - b'0'),
+            b'\r' if i > 0 && digits.get(i + 1) == Some(&b'\n') => {
+                return Some((Some(n), at + 1 + i + 2));
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Most digits [`short_header`] reads: any count of this many fits an
+/// `i64` without a check.
+const SHORT_DIGITS: usize = 18;
 
 /// Splits an inline line like Redis's `sdssplitargs`: whitespace separated,
 /// `"..."` with `\n \r \t \b \a \\ \" \xHH` escapes, `'...'` with `\'`.
@@ -416,6 +451,42 @@ mod tests {
             at += n;
         }
         Ok(out)
+    }
+
+    #[test]
+    fn the_short_header_reads_what_the_scan_reads() {
+        let bodies: &[&[u8]] = &[
+            b"0",
+            b"1",
+            b"9",
+            b"10",
+            b"16",
+            b"007",
+            b"00",
+            b"-1",
+            b"+5",
+            b"1a",
+            b"",
+            b" 3",
+            b"999999999999999999",
+            b"9999999999999999999",
+            b"12345678901234567890",
+        ];
+        let ends: &[&[u8]] = &[b"\r\n", b"\r", b"", b"\rx", b"\n", b"\r\nrest"];
+        for body in bodies {
+            for end in ends {
+                let buf = [b"$".as_slice(), body, end].concat();
+                let scanned = scanned_header(&buf, 0, ProtocolError::TooBigBulkCount)
+                    .ok()
+                    .flatten();
+                if let Some(short) = short_header(&buf, 0) {
+                    assert_eq!(Some(short), scanned, "{:?}", String::from_utf8_lossy(&buf));
+                }
+            }
+        }
+        assert_eq!(short_header(b"$16\r\nx", 0), Some((Some(16), 5)));
+        assert_eq!(short_header(b"*0\r\n", 0), Some((Some(0), 4)));
+        assert_eq!(short_header(b"$007\r\n", 0), None);
     }
 
     fn v(args: &[&str]) -> Vec<Vec<u8>> {
