@@ -123,10 +123,16 @@ impl Batch {
         spec.keys.extract(&args, &mut self.idx);
         if !std::mem::take(&mut client.warmed) {
             let db = client.db;
+            // The key of the group's last command was resident as it joined
+            // (a pipeline on one key asks once).
+            let last = self
+                .keys
+                .last()
+                .map(|&(d, i)| (d, &buf[self.spans[i].range()]));
             client.cold.clear();
             for &i in &self.idx {
                 let key = args.get(i).unwrap_or_default();
-                if !server.store.is_resident(db, key) {
+                if last != Some((db, key)) && !server.store.is_resident(db, key) {
                     client.cold.push((db, key.to_vec()));
                 }
             }
