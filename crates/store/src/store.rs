@@ -746,14 +746,27 @@ impl Store {
     /// hash's field), where the key is resident: a pipeline calls it for
     /// its commands that each read one element, before it runs them.
     pub fn prefetch_seeks(&self, seeks: &[(u16, &[u8], &[u8])]) {
-        let mks: Vec<keys::KeyBuf> = seeks
-            .iter()
-            .map(|(db, key, _)| keys::KeyBuf::meta(*db, key))
-            .collect();
-        let pairs: Vec<(&[u8], &[u8])> = mks
-            .iter()
+        // The meta keys side by side in one buffer, each key once per run
+        // of seeks on it (a pipeline on one key builds one).
+        let mut bytes = Vec::new();
+        let mut spans: Vec<std::ops::Range<usize>> = Vec::with_capacity(seeks.len());
+        for (i, &(db, key, _)) in seeks.iter().enumerate() {
+            match spans.last() {
+                Some(last) if i > 0 && (seeks[i - 1].0, seeks[i - 1].1) == (db, key) => {
+                    spans.push(last.clone());
+                }
+                _ => {
+                    let start = bytes.len();
+                    bytes.extend_from_slice(&db.to_be_bytes());
+                    bytes.extend_from_slice(key);
+                    spans.push(start..bytes.len());
+                }
+            }
+        }
+        let pairs: Vec<(&[u8], &[u8])> = spans
+            .into_iter()
             .zip(seeks)
-            .map(|(mk, (_, _, element))| (&mk[..], *element))
+            .map(|(span, &(_, _, element))| (&bytes[span], element))
             .collect();
         self.inner.kv.prefetch_seeks(&pairs);
     }

@@ -1297,53 +1297,55 @@ impl Txn {
         from: Bound<&[u8]>,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<()> {
-        // The version's entries lie below the first key of the next one;
-        // keys built on the stack (no allocation on this path).
         let (Bound::Included(sub) | Bound::Excluded(sub)) = from else {
             return self.data_visit(db, key, version, Bound::Included(&[]), f);
         };
-        let lo_key = keys::KeyBuf::data(db, key, version, sub);
-        let lo = match from {
-            Bound::Excluded(_) => Bound::Excluded(&*lo_key),
-            _ => Bound::Included(&*lo_key),
+        // True when this `Txn` has written within the version at or after
+        // `from`: the version's entries lie below the first key of the
+        // next one (keys built on the stack, and only when it wrote).
+        let pending = |next: u64| {
+            if self.data.is_empty() {
+                return false;
+            }
+            let lo_key = keys::KeyBuf::data(db, key, version, sub);
+            let lo = match from {
+                Bound::Excluded(_) => Bound::Excluded(&*lo_key),
+                _ => Bound::Included(&*lo_key),
+            };
+            let hi_key = keys::KeyBuf::data(db, key, next, &[]);
+            let hi = Bound::Excluded(&*hi_key);
+            self.data.range::<[u8], _>((lo, hi)).next().is_some()
         };
-        let hi_key = version
-            .checked_add(1)
-            .map(|next| keys::KeyBuf::data(db, key, next, &[]));
-        let pending = |hi: Bound<&[u8]>| self.data.range::<[u8], _>((lo, hi)).next().is_some();
-        if let (Some(i), Some(k)) = (self.inline_of(version), &hi_key) {
+        let next = version.checked_add(1);
+        if let (Some(i), Some(next)) = (self.inline_of(version), next) {
             // The stored inline entry, in place, when this `Txn` has not
             // written within the range.
-            if !pending(Bound::Excluded(k)) {
-                let dk = keys::KeyBuf::data(db, key, version, &i.sub);
-                if within((lo, Bound::Excluded(k)), &dk) {
+            if !pending(next) {
+                let within = match from {
+                    Bound::Excluded(s) => i.sub.as_slice() > s,
+                    _ => i.sub.as_slice() >= sub,
+                };
+                if within {
                     self.visit_inline((db, key), i, |s, v| f(s, v))?;
                 }
                 return Ok(());
             }
         }
-        let hi = match &hi_key {
-            Some(k)
-                if self.stored_may_hold(version)
-                    && !crate::kv::range_is_empty(lo, Bound::Excluded(k))
-                    && !pending(Bound::Excluded(k)) =>
-            {
-                Bound::Excluded(&**k)
-            }
-            _ => {
-                for e in self.data_range(db, key, version, (from, Bound::Unbounded), false) {
-                    let (k, v) = e?;
-                    if !f(&k, &v) {
-                        break;
-                    }
+        // Straight from the `Kv` when this `Txn` has not written within
+        // the version.
+        let direct = next.is_some_and(|next| self.stored_may_hold(version) && !pending(next));
+        if !direct {
+            for e in self.data_range(db, key, version, (from, Bound::Unbounded), false) {
+                let (k, v) = e?;
+                if !f(&k, &v) {
+                    break;
                 }
-                return Ok(());
             }
-        };
-        let plen = lo_key.len() - sub.len();
+            return Ok(());
+        }
         self.inner
             .kv
-            .range_visit(Space::Data, lo, hi, &mut |k, v| f(&k[plen..], v))
+            .version_visit((db, key, version), from, &mut f)
     }
 
     /// The first element `(subkey, value)` of a key version from `from` (a

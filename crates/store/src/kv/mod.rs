@@ -274,6 +274,24 @@ pub trait KvRead: Send + Sync {
         Ok(())
     }
 
+    /// Calls `f(subkey, value)` with the `Data` entries of version
+    /// `version` of `(db, key)` whose subkey lies within `from` (a bound
+    /// on the subkey; `Unbounded` = from the first), in order, until it
+    /// returns false: [`KvRead::range_visit`] over the version's keys,
+    /// handing over subkeys. An engine that finds the key by its meta key
+    /// (the memory tier) builds no data key for it.
+    ///
+    /// # Errors
+    /// `Io` when the underlying store fails.
+    fn version_visit(
+        &self,
+        (db, key, version): (u16, &[u8], u64),
+        from: Bound<&[u8]>,
+        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        version_visit_by_range(self, (db, key, version), from, f)
+    }
+
     /// Entries whose key starts with `prefix`, ascending or descending.
     fn prefix(&self, space: Space, prefix: &[u8], reverse: bool) -> KvIter<'_> {
         match prefix_end(prefix) {
@@ -477,6 +495,38 @@ pub struct WholeEntry {
 
 /// A check of a `data` entry's value ([`WholeEntry::holds_all`]).
 pub type ValueCheck = Box<dyn Fn(&[u8]) -> bool>;
+
+/// [`KvRead::version_visit`] by [`KvRead::range_visit`] over the
+/// version's whole data keys: the way of every engine that holds no
+/// index by meta key.
+///
+/// # Errors
+/// `Io` when the underlying store fails.
+pub(crate) fn version_visit_by_range<K: KvRead + ?Sized>(
+    kv: &K,
+    (db, key, version): (u16, &[u8], u64),
+    from: Bound<&[u8]>,
+    f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+) -> Result<()> {
+    let sub = match from {
+        Bound::Included(s) | Bound::Excluded(s) => s,
+        Bound::Unbounded => &[],
+    };
+    let lo_key = crate::keys::KeyBuf::data(db, key, version, sub);
+    let lo = match from {
+        Bound::Excluded(_) => Bound::Excluded(&*lo_key),
+        _ => Bound::Included(&*lo_key),
+    };
+    // The version's entries lie below the first key of the next one, or
+    // of the next key when it is the last version.
+    let hi_key = match version.checked_add(1) {
+        Some(next) => Some(crate::keys::KeyBuf::data(db, key, next, &[])),
+        None => prefix_end(&crate::keys::key_data_prefix(db, key)).map(crate::keys::KeyBuf::Heap),
+    };
+    let hi = hi_key.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+    let plen = lo_key.len() - sub.len();
+    kv.range_visit(Space::Data, lo, hi, &mut |k, v| f(&k[plen..], v))
+}
 
 /// A bound over owned key bytes as a bound over a slice.
 #[must_use]

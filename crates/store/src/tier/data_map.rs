@@ -168,6 +168,13 @@ impl DataMap {
         }
     }
 
+    /// True when the map finds an entry through its heads (a big map):
+    /// each seek of [`DataMap::prefetch_seek`] reads its own entry. A small
+    /// map's seeks all ask for the same first entries.
+    pub(crate) fn seeks_by_head(&self) -> bool {
+        matches!(self.0.as_deref(), Some(Map::Big(_)))
+    }
+
     /// The first step of [`DataMap::prefetch`]: the map's own allocation,
     /// without reading it.
     pub(crate) fn prefetch_index(&self) {

@@ -331,6 +331,30 @@ pub(crate) fn first_present<'a>(
     }
 }
 
+/// Calls `f(suffix, value)` with the present data entries of `data` with
+/// suffix in the bounds, ascending, until it returns false: the first by
+/// one seek (most visits stop there), the rest by the map's iterator.
+pub(crate) fn visit_present(
+    data: &DataMap,
+    lo: Bound<&[u8]>,
+    hi: Bound<&[u8]>,
+    f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+) {
+    let Some((first, v)) = first_present(data, lo, hi, false) else {
+        return;
+    };
+    if !f(first, v) {
+        return;
+    }
+    for (k, v) in data.range(Bound::Excluded(first), hi) {
+        if let Some(v) = v {
+            if !f(k, v) {
+                return;
+            }
+        }
+    }
+}
+
 /// Data entries of `data` (a complete key's map) with suffix in the bounds,
 /// ascending (or descending), as full `data` keys under `prefix`; the
 /// first `limit` of them.
@@ -373,12 +397,26 @@ pub(crate) struct Shard {
     pub(crate) gen: u64,
 }
 
-/// The hash of a tier key: its shard ([`super::Tier`]) and its place in
-/// the shard's index.
-pub(crate) fn hash(key: &[u8]) -> u64 {
-    let mut h = rustc_hash::FxBuildHasher.build_hasher();
-    h.write(key);
-    h.finish()
+/// A tier key with its hash, computed once: the hash picks the key's
+/// shard ([`super::Tier`]) and its place in that shard's table.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hashed<'a> {
+    /// The tier key (a meta key).
+    pub(crate) key: &'a [u8],
+    /// Its hash.
+    pub(crate) hash: u64,
+}
+
+impl<'a> Hashed<'a> {
+    /// `key` and its hash.
+    pub(crate) fn new(key: &'a [u8]) -> Self {
+        let mut h = rustc_hash::FxBuildHasher.build_hasher();
+        h.write(key);
+        Hashed {
+            key,
+            hash: h.finish(),
+        }
+    }
 }
 
 /// How far [`Shard::prefetch`] goes for a key: each step reads only what
@@ -394,8 +432,8 @@ pub(crate) enum PrefetchStep {
 }
 
 impl Shard {
-    fn find_hashed(&self, key: &[u8], h: u64) -> Option<&Entry> {
-        self.table.find(h, |e| e.key() == key)
+    fn find(&self, k: Hashed<'_>) -> Option<&Entry> {
+        self.table.find(k.hash, |e| e.key() == k.key)
     }
 
     /// One step of a prefetch of `key` (hash `h`), a hint: the first two
@@ -404,10 +442,10 @@ impl Shard {
     /// so that neither waits for the memory it asks for. Run a step for
     /// every key of a batch before the next step, and the batch's misses
     /// overlap instead of each key paying its own one after another.
-    pub(crate) fn prefetch(&self, key: &[u8], h: u64, step: PrefetchStep) {
+    pub(crate) fn prefetch(&self, k: Hashed<'_>, step: PrefetchStep) {
         match step {
             PrefetchStep::Bucket => {
-                self.table.find(h, |e| {
+                self.table.find(k.hash, |e| {
                     let p = std::ptr::from_ref(e).cast::<u8>();
                     crate::prefetch::line(p);
                     crate::prefetch::line(p.wrapping_add(size_of::<Entry>() - 1));
@@ -415,34 +453,36 @@ impl Shard {
                 });
             }
             PrefetchStep::Head => {
-                self.table.find(h, |e| {
+                self.table.find(k.hash, |e| {
                     crate::prefetch::bytes(&e.head, 1);
                     e.data.prefetch_index();
                     true
                 });
             }
             PrefetchStep::Data => {
-                if let Some(e) = self.find_hashed(key, h) {
+                if let Some(e) = self.find(k) {
                     e.prefetch();
                 }
             }
         }
     }
 
-    /// Prefetches, for each `(key, hash, element)` of this shard, the
+    /// Prefetches, for each `(key, element)` of this shard, the
     /// first data entry at or after `element` of the version its resident
     /// meta names (`DataMap::prefetch_seek`): each step for all of them
     /// before the next, so that their misses overlap. A hint. Seeks of
     /// one key in a row (a pipeline of SISMEMBERs) find it once.
-    pub(crate) fn prefetch_seeks(&self, seeks: &[(&[u8], u64, &[u8])]) {
+    pub(crate) fn prefetch_seeks(&self, seeks: &[(Hashed<'_>, &[u8])]) {
         let mut suffix = Vec::new();
         let mut open: Vec<Seek<'_, Bucket>> = Vec::with_capacity(seeks.len());
         let mut last: Option<(&[u8], &Entry, u64)> = None;
-        for &(key, h, element) in seeks {
+        for &(k, element) in seeks {
             let (e, version) = match last {
-                Some((k, e, v)) if k == key => (e, v),
+                // A small map was asked for whole by the key's first seek.
+                Some((key, e, _)) if key == k.key && !e.data.seeks_by_head() => continue,
+                Some((key, e, v)) if key == k.key => (e, v),
                 _ => {
-                    let Some(e) = self.find_hashed(key, h) else {
+                    let Some(e) = self.find(k) else {
                         continue;
                     };
                     let Some(Some(meta)) = e.meta() else {
@@ -451,7 +491,7 @@ impl Shard {
                     let Ok(v) = crate::meta::KeyMeta::decode_version(meta) else {
                         continue;
                     };
-                    last = Some((key, e, v));
+                    last = Some((k.key, e, v));
                     (e, v)
                 }
             };
@@ -471,32 +511,34 @@ impl Shard {
         }
     }
 
-    pub(crate) fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.table.find_mut(hash(key), |e| e.key() == key)
+    pub(crate) fn get_mut(&mut self, k: Hashed<'_>) -> Option<&mut Entry> {
+        self.table.find_mut(k.hash, |e| e.key() == k.key)
     }
 
     /// The entry of `key`, created empty when absent (`created` says so).
-    pub(crate) fn get_or_insert(&mut self, key: &[u8]) -> (&mut Entry, bool) {
+    pub(crate) fn get_or_insert(&mut self, k: Hashed<'_>) -> (&mut Entry, bool) {
         match self
             .table
-            .entry(hash(key), |e| e.key() == key, |e| hash(e.key()))
+            .entry(k.hash, |e| e.key() == k.key, |e| Hashed::new(e.key()).hash)
         {
             hashbrown::hash_table::Entry::Occupied(o) => (o.into_mut(), false),
-            hashbrown::hash_table::Entry::Vacant(v) => (v.insert(Entry::new(key)).into_mut(), true),
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                (v.insert(Entry::new(k.key)).into_mut(), true)
+            }
         }
     }
 
     /// Removes `key`; returns its counted bytes. The table gives back its
     /// room once a quarter of it is in use, so a shard that held many keys
     /// before the budget shrank does not keep their buckets.
-    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<usize> {
-        let Ok(found) = self.table.find_entry(hash(key), |e| e.key() == key) else {
+    pub(crate) fn remove(&mut self, k: Hashed<'_>) -> Option<usize> {
+        let Ok(found) = self.table.find_entry(k.hash, |e| e.key() == k.key) else {
             return None;
         };
         let (entry, _) = found.remove();
         if self.table.capacity() > 64 && self.table.len() < self.table.capacity() / 4 {
             self.table
-                .shrink_to(self.table.len() * 2, |e| hash(e.key()));
+                .shrink_to(self.table.len() * 2, |e| Hashed::new(e.key()).hash);
         }
         Some(entry.bytes)
     }
@@ -534,31 +576,34 @@ mod tests {
     fn remove_keeps_the_other_keys() {
         let mut s = Shard::default();
         for k in [b"a", b"b", b"c"] {
-            s.get_or_insert(k);
+            s.get_or_insert(Hashed::new(k));
         }
-        assert!(s.remove(b"a").is_some());
+        assert!(s.remove(Hashed::new(b"a")).is_some());
         assert_eq!(s.len(), 2);
-        assert!(s.get_mut(b"c").is_some());
-        assert!(s.get_mut(b"b").is_some());
-        assert!(s.get_mut(b"a").is_none());
-        assert!(s.remove(b"a").is_none());
+        assert!(s.get_mut(Hashed::new(b"c")).is_some());
+        assert!(s.get_mut(Hashed::new(b"b")).is_some());
+        assert!(s.get_mut(Hashed::new(b"a")).is_none());
+        assert!(s.remove(Hashed::new(b"a")).is_none());
     }
 
     #[test]
     fn a_shard_that_shrinks_gives_back_its_room_and_keeps_its_keys() {
         let mut s = Shard::default();
         for i in 0..1000u32 {
-            s.get_or_insert(&i.to_be_bytes()).0.bytes = i as usize;
+            s.get_or_insert(Hashed::new(&i.to_be_bytes())).0.bytes = i as usize;
         }
         let big = s.table.capacity();
         for i in 0..990u32 {
-            assert_eq!(s.remove(&i.to_be_bytes()), Some(i as usize));
+            assert_eq!(s.remove(Hashed::new(&i.to_be_bytes())), Some(i as usize));
         }
         assert!(s.table.capacity() < big / 4);
         for i in 990..1000u32 {
-            assert_eq!(s.get_mut(&i.to_be_bytes()).unwrap().bytes, i as usize);
+            assert_eq!(
+                s.get_mut(Hashed::new(&i.to_be_bytes())).unwrap().bytes,
+                i as usize
+            );
         }
-        assert!(s.get_mut(&5u32.to_be_bytes()).is_none());
+        assert!(s.get_mut(Hashed::new(&5u32.to_be_bytes())).is_none());
     }
 
     #[test]
@@ -566,7 +611,7 @@ mod tests {
         let mut s = Shard::default();
         assert!(s.sample(7).is_none());
         for i in 0..100u32 {
-            s.get_or_insert(&i.to_be_bytes());
+            s.get_or_insert(Hashed::new(&i.to_be_bytes()));
         }
         let mut seen = std::collections::BTreeSet::new();
         let mut r = 1u64;
@@ -578,7 +623,7 @@ mod tests {
         }
         assert_eq!(seen.len(), 100);
         for i in 0..100u32 {
-            s.remove(&i.to_be_bytes());
+            s.remove(Hashed::new(&i.to_be_bytes()));
         }
         assert!(s.sample(r).is_none());
     }

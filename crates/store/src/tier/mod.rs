@@ -46,7 +46,7 @@ use crate::kv::{
     WriteBatch,
 };
 use data_map::DataMap;
-use entry::{suffix_version, Complete, Entry, PrefetchStep, Shard};
+use entry::{suffix_version, Complete, Entry, Hashed, PrefetchStep, Shard};
 use parking_lot::Mutex;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -224,13 +224,9 @@ impl Tier {
         }
     }
 
-    fn shard_of(&self, tier_key: &[u8]) -> &Mutex<Shard> {
-        self.shard_by_hash(entry::hash(tier_key))
-    }
-
-    /// The shard of a key of hash `h` ([`entry::hash`]).
-    fn shard_by_hash(&self, h: u64) -> &Mutex<Shard> {
-        &self.shards[shard_index(h)]
+    /// The shard of key `k`.
+    fn shard_of(&self, k: Hashed<'_>) -> &Mutex<Shard> {
+        &self.shards[shard_index(k.hash)]
     }
 
     fn tick(&self) -> u32 {
@@ -240,12 +236,21 @@ impl Tier {
     }
 
     fn random(&self) -> u64 {
-        // splitmix64 over a shared counter: cheap, and good enough to pick
-        // shards and buckets.
-        let mut z = self
-            .seed
-            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
-            .wrapping_add(0x9E37_79B9_7F4A_7C15);
+        // splitmix64 over a counter of the calling thread's own (no shared
+        // write on a read's path), started from the shared one: cheap, and
+        // good enough to pick shards and buckets and to count accesses.
+        thread_local! {
+            static DRAWN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        }
+        const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut z = DRAWN.with(|d| {
+            let mut at = d.get();
+            if at == 0 {
+                at = self.seed.fetch_add(GAMMA << 20, Ordering::Relaxed) | 1;
+            }
+            d.set(at.wrapping_add(GAMMA));
+            at.wrapping_add(GAMMA)
+        });
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
@@ -285,8 +290,9 @@ impl Tier {
                 break; // only racing inserts could keep it going
             }
             if let Some(victim) = self.pick_victim() {
-                let mut s = self.shard_of(&victim).lock();
-                if let Some(bytes) = self.remove_locked(&mut s, &victim) {
+                let victim = Hashed::new(&victim);
+                let mut s = self.shard_of(victim).lock();
+                if let Some(bytes) = self.remove_locked(&mut s, victim) {
                     self.holds_all.store(false, Ordering::Relaxed);
                     self.evictions.fetch_add(1, Ordering::Relaxed);
                     self.evicted_bytes
@@ -335,18 +341,19 @@ impl Tier {
     /// still `gen`, creating the entry when absent; then keeps the budget.
     fn fill(&self, tier_key: &[u8], gen: u64, f: impl FnOnce(&mut Entry) -> isize) {
         {
-            let mut s = self.shard_of(tier_key).lock();
+            let k = Hashed::new(tier_key);
+            let mut s = self.shard_of(k).lock();
             if s.gen != gen {
                 return;
             }
-            self.update(&mut s, tier_key, true, f);
+            self.update(&mut s, k, true, f);
         }
         self.evict_to_budget();
     }
 
     /// Drops `tier_key`'s entry from the locked shard `s` (bumping its
     /// generation, so no fill read before lands); returns its counted bytes.
-    fn remove_locked(&self, s: &mut Shard, tier_key: &[u8]) -> Option<usize> {
+    fn remove_locked(&self, s: &mut Shard, tier_key: Hashed<'_>) -> Option<usize> {
         let bytes = s.remove(tier_key)?;
         s.gen += 1;
         self.resident.fetch_sub(bytes, Ordering::Relaxed);
@@ -360,7 +367,7 @@ impl Tier {
     fn update(
         &self,
         s: &mut Shard,
-        tier_key: &[u8],
+        tier_key: Hashed<'_>,
         create: bool,
         f: impl FnOnce(&mut Entry) -> isize,
     ) {
@@ -453,10 +460,11 @@ impl TieredKv {
     /// in place (under its shard's lock); on a miss, the meta as read from
     /// the LSM store, which fills the tier.
     fn visit_meta(&self, mk: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
-        let shard = self.tier.shard_of(mk);
+        let k = Hashed::new(mk);
+        let shard = self.tier.shard_of(k);
         let gen = {
             let mut s = shard.lock();
-            match s.get_mut(mk) {
+            match s.get_mut(k) {
                 Some(e) => {
                     if let Some(m) = e.meta() {
                         let found = m.map(&mut *f).is_some();
@@ -488,11 +496,12 @@ impl TieredKv {
     fn get_data(&self, key: &[u8], plen: usize) -> Result<Option<Vec<u8>>> {
         let tk = tier_key_of_data(&key[..plen]);
         let suffix = &key[plen..];
-        let shard = self.tier.shard_of(&tk);
+        let k = Hashed::new(&tk);
+        let shard = self.tier.shard_of(k);
         let (gen, load) = {
             let mut s = shard.lock();
             let gen = s.gen;
-            match s.get_mut(&tk) {
+            match s.get_mut(k) {
                 Some(e) => {
                     let found = match e.data.get(suffix) {
                         Some(v) => Some(v.as_ref().map(|b| b.to_vec())),
@@ -622,11 +631,12 @@ impl TieredKv {
             )));
         }
         let tk = tier_key_of_data(prefix);
-        let shard = self.tier.shard_of(&tk);
+        let k = Hashed::new(&tk);
+        let shard = self.tier.shard_of(k);
         let gen = {
             let mut s = shard.lock();
             let gen = s.gen;
-            match s.get_mut(&tk) {
+            match s.get_mut(k) {
                 Some(e) if e.covers(range_version(start_suffix, end_suffix)) => {
                     let out = answer(&e.data, prefix, start_suffix, end_suffix);
                     self.tier.touch(e);
@@ -690,13 +700,14 @@ impl TieredKv {
                 .rev()
                 .find(|&&(_, i)| ops[i].0 == Space::Meta)
                 .map(|&(_, i)| &ops[i].2);
-            let mut s = self.tier.shard_of(tk).lock();
+            let k = Hashed::new(tk);
+            let mut s = self.tier.shard_of(k).lock();
             s.gen += 1;
             // A key the write deletes keeps no entry (its LSM entries say
             // it is gone): a workload that deletes as much as it writes
             // would otherwise fill the tier with absences.
             if matches!(last_meta, Some(Op::Delete)) {
-                self.tier.remove_locked(&mut s, tk);
+                self.tier.remove_locked(&mut s, k);
             } else {
                 let create = hint.is_some() || last_meta.is_some();
                 // A write's entries go to the tier's own heap (`alloc_hint`).
@@ -704,7 +715,7 @@ impl TieredKv {
                 // too, a read-back of 100,000 small bitmap keys held 9.6 bytes
                 // of RSS per set bit instead of 8.5 (bench/tier-many-keys).
                 let _resident = crate::alloc_hint::Resident::enter();
-                self.tier.update(&mut s, tk, create, |e| {
+                self.tier.update(&mut s, k, create, |e| {
                     let mut delta = 0;
                     for &(_, i) in &by_key[at..end] {
                         let (space, key, op) = &ops[i];
@@ -889,19 +900,9 @@ impl KvRead for TieredKv {
             // The first entry by one seek (most visits stop there), the
             // rest by the map's iterator; all under one hold of the shard.
             let visited = self.with_data_range(start, end, |data, prefix, lo, hi| {
-                let Some((first, v)) = entry::first_present(data, lo, hi, false) else {
-                    return;
-                };
-                if !f(&keys::KeyBuf::from_parts(&[prefix, first]), v) {
-                    return;
-                }
-                for (k, v) in data.range(Bound::Excluded(first), hi) {
-                    if let Some(v) = v {
-                        if !f(&keys::KeyBuf::from_parts(&[prefix, k]), v) {
-                            return;
-                        }
-                    }
-                }
+                entry::visit_present(data, lo, hi, &mut |k, v| {
+                    f(&keys::KeyBuf::from_parts(&[prefix, k]), v)
+                });
             });
             match visited {
                 Some(Ok(())) => return Ok(()),
@@ -910,6 +911,42 @@ impl KvRead for TieredKv {
             }
         }
         self.inner.range_visit(space, start, end, f)
+    }
+
+    fn version_visit(
+        &self,
+        (db, key, version): (u16, &[u8], u64),
+        from: Bound<&[u8]>,
+        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        // A resident version: found by its meta key, its entries' suffixes
+        // (`version | subkey`) bounded on the stack.
+        if let Some(next) = version.checked_add(1) {
+            let mk = keys::KeyBuf::meta(db, key);
+            let k = Hashed::new(&mk);
+            let at = version.to_be_bytes();
+            let sub = match from {
+                Bound::Included(s) | Bound::Excluded(s) => s,
+                Bound::Unbounded => &[],
+            };
+            let lo_suffix = keys::KeyBuf::from_parts(&[&at, sub]);
+            let lo = match from {
+                Bound::Excluded(_) => Bound::Excluded(&*lo_suffix),
+                _ => Bound::Included(&*lo_suffix),
+            };
+            let hi_suffix = next.to_be_bytes();
+            let mut s = self.tier.shard_of(k).lock();
+            if let Some(e) = s.get_mut(k).filter(|e| e.covers(Some(version))) {
+                entry::visit_present(&e.data, lo, Bound::Excluded(&hi_suffix), &mut |k, v| {
+                    f(&k[at.len()..], v)
+                });
+                self.tier.touch(e);
+                drop(s);
+                self.hit();
+                return Ok(());
+            }
+        }
+        crate::kv::version_visit_by_range(self, (db, key, version), from, f)
     }
 }
 
@@ -970,8 +1007,9 @@ impl Kv for TieredKv {
     }
 
     fn is_resident(&self, mk: &[u8]) -> bool {
-        let mut s = self.tier.shard_of(mk).lock();
-        match s.get_mut(mk) {
+        let k = Hashed::new(mk);
+        let mut s = self.tier.shard_of(k).lock();
+        match s.get_mut(k) {
             Some(e) => {
                 e.prefetch();
                 e.is_warm()
@@ -984,10 +1022,10 @@ impl Kv for TieredKv {
         // Step by step over all the keys (`PrefetchStep`): a key's entry,
         // then its head, then its data, so that each step's misses
         // overlap across the keys.
-        let hashes: Vec<u64> = mks.iter().map(|mk| entry::hash(mk)).collect();
+        let hashed: Vec<Hashed<'_>> = mks.iter().map(|mk| Hashed::new(mk)).collect();
         for step in [PrefetchStep::Bucket, PrefetchStep::Head, PrefetchStep::Data] {
-            for (mk, &h) in mks.iter().zip(&hashes) {
-                self.tier.shard_by_hash(h).lock().prefetch(mk, h, step);
+            for &k in &hashed {
+                self.tier.shard_of(k).lock().prefetch(k, step);
             }
         }
     }
@@ -995,12 +1033,17 @@ impl Kv for TieredKv {
     fn prefetch_seeks(&self, seeks: &[(&[u8], &[u8])]) {
         // Each run of seeks of one shard (commands on one key) under one
         // hold of its lock, so that the steps keep what they found.
-        let all: Vec<(&[u8], u64, &[u8])> = seeks
-            .iter()
-            .map(|&(mk, element)| (mk, entry::hash(mk), element))
-            .collect();
-        for run in all.chunk_by(|a, b| shard_index(a.1) == shard_index(b.1)) {
-            self.tier.shard_by_hash(run[0].1).lock().prefetch_seeks(run);
+        let mut all: Vec<(Hashed<'_>, &[u8])> = Vec::with_capacity(seeks.len());
+        for &(mk, element) in seeks {
+            // Hashed once per run of seeks on one key.
+            let k = match all.last() {
+                Some(&(last, _)) if last.key == mk => last,
+                _ => Hashed::new(mk),
+            };
+            all.push((k, element));
+        }
+        for run in all.chunk_by(|a, b| shard_index(a.0.hash) == shard_index(b.0.hash)) {
+            self.tier.shard_of(run[0].0).lock().prefetch_seeks(run);
         }
     }
 
@@ -1012,8 +1055,9 @@ impl Kv for TieredKv {
             return Ok(());
         }
         let gen = {
-            let mut s = self.tier.shard_of(mk).lock();
-            match s.get_mut(mk) {
+            let k = Hashed::new(mk);
+            let mut s = self.tier.shard_of(k).lock();
+            match s.get_mut(k) {
                 Some(e) if e.is_warm() => return Ok(()),
                 _ => s.gen,
             }
@@ -1054,8 +1098,9 @@ impl TieredKv {
             return Ok(false);
         };
         let gen = {
-            let mut s = self.tier.shard_of(mk).lock();
-            match s.get_mut(mk) {
+            let k = Hashed::new(mk);
+            let mut s = self.tier.shard_of(k).lock();
+            match s.get_mut(k) {
                 Some(e) if e.is_warm() => return Ok(true),
                 _ => s.gen,
             }
@@ -1221,7 +1266,7 @@ mod tests {
     fn a_shards_keys_spread_over_its_table() {
         let mut low = std::collections::BTreeSet::new();
         for i in 0..200_000u32 {
-            let h = entry::hash(&keys::meta_key(0, format!("foo-{i}").as_bytes()));
+            let h = Hashed::new(&keys::meta_key(0, format!("foo-{i}").as_bytes())).hash;
             if shard_index(h) == 0 {
                 // The bucket bits of a table of up to 4,096 buckets.
                 low.insert(h & 0xFFF);
@@ -1294,8 +1339,9 @@ mod tests {
         // A new version (the key replaced) drops the old one's entries.
         meta.version = 43;
         put(&kv, Space::Meta, &mk, &meta.encode());
-        let mut s = kv.tier().shard_of(&mk).lock();
-        assert!(s.get_mut(&mk).unwrap().data.is_empty());
+        let k = Hashed::new(&mk);
+        let mut s = kv.tier().shard_of(k).lock();
+        assert!(s.get_mut(k).unwrap().data.is_empty());
     }
 
     /// Keys written and deleted again leave nothing resident, nor do
@@ -1485,7 +1531,7 @@ mod tests {
     fn a_fill_raced_by_a_write_is_dropped() {
         let (kv, _) = tiered(1 << 20);
         let mk = keys::meta_key(0, b"k");
-        let gen = kv.tier().shard_of(&mk).lock().gen;
+        let gen = kv.tier().shard_of(Hashed::new(&mk)).lock().gen;
         // A write lands between the miss's read and its fill.
         put(&kv, Space::Meta, &mk, b"new");
         kv.tier().fill(&mk, gen, |e| e.set_meta(Some(b"old")));
