@@ -67,7 +67,46 @@ pub struct Txn {
     /// `Some` when the stored meta carries one (see [`InlineStored`]).
     /// Filled as stored meta is read, so only versions of keys this `Txn`
     /// read; the read-only path fills only `Some`.
-    stored_inline: FxHashMap<u64, Option<InlineStored>>,
+    stored_inline: InlineNotes,
+}
+
+/// What a `Txn` noted of key versions' stored inline entries, by version
+/// (see `Txn::stored_inline`): the first version in place, so that a
+/// command on one key allocates nothing; the others in a map.
+#[derive(Default)]
+struct InlineNotes {
+    first: Option<(u64, Option<InlineStored>)>,
+    /// Empty while `first` is `None`.
+    rest: FxHashMap<u64, Option<InlineStored>>,
+}
+
+impl InlineNotes {
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// What was noted of `version`: `None` when nothing.
+    fn get(&self, version: u64) -> Option<Option<InlineStored>> {
+        match self.first {
+            Some((v, i)) if v == version => Some(i),
+            Some(_) if !self.rest.is_empty() => self.rest.get(&version).copied(),
+            _ => None,
+        }
+    }
+
+    /// Notes `i` for `version`, replacing what was noted.
+    fn insert(&mut self, version: u64, i: Option<InlineStored>) {
+        match &mut self.first {
+            None => self.first = Some((version, i)),
+            Some((v, noted)) if *v == version => *noted = i,
+            Some(_) => {
+                if self.rest.capacity() == 0 {
+                    self.rest.reserve(INLINE_KEYS_HINT);
+                }
+                self.rest.insert(version, i);
+            }
+        }
+    }
 }
 
 /// A key version whose stored data is one entry inside its stored meta
@@ -142,7 +181,7 @@ impl Txn {
             defer_sync: false,
             bm: BitmapTxnState::default(),
             snapshot_cell: None,
-            stored_inline: FxHashMap::default(),
+            stored_inline: InlineNotes::default(),
         }
     }
 
@@ -556,9 +595,6 @@ impl Txn {
     /// Notes that the stored meta of key version `version` carries its
     /// only entry inline, as `i` says.
     fn note_inline(&mut self, version: u64, i: InlineStored) {
-        if self.stored_inline.capacity() == 0 {
-            self.stored_inline.reserve(INLINE_KEYS_HINT);
-        }
         self.stored_inline.insert(version, Some(i));
     }
 
@@ -569,7 +605,7 @@ impl Txn {
     /// # Errors
     /// `Io` / `Corrupt` reading the stored meta.
     pub(crate) fn examine_stored(&mut self, mk: &[u8], version: u64) -> Result<()> {
-        if self.stored_inline.contains_key(&version) {
+        if self.stored_inline.get(version).is_some() {
             return Ok(());
         }
         if let Some((m, Some(i))) = self.read_stored_meta(mk)? {
@@ -577,7 +613,9 @@ impl Txn {
                 self.note_inline(version, i);
             }
         }
-        self.stored_inline.entry(version).or_insert(None);
+        if self.stored_inline.get(version).is_none() {
+            self.stored_inline.insert(version, None);
+        }
         Ok(())
     }
 
@@ -631,10 +669,7 @@ impl Txn {
 
     /// The inline entry this `Txn` read as the stored data of `version`.
     fn inline_of(&self, version: u64) -> Option<InlineStored> {
-        if self.stored_inline.is_empty() {
-            return None;
-        }
-        self.stored_inline.get(&version).copied().flatten()
+        self.stored_inline.get(version).flatten()
     }
 
     /// Puts the absorbed meta of a dirty bitmap key into the overlay; the
@@ -1599,6 +1634,29 @@ fn move_expiry(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inline_notes_keep_what_a_map_keeps() {
+        let note = |at: usize| {
+            Some(InlineStored {
+                sub: [at as u8; INLINE_SUBKEY],
+                at,
+            })
+        };
+        let mut notes = InlineNotes::default();
+        let mut model: std::collections::HashMap<u64, Option<usize>> = Default::default();
+        assert!(notes.is_empty());
+        for (step, version) in [7u64, 7, 3, 9, 7, 3, 11, 9].into_iter().enumerate() {
+            let i = if step % 3 == 0 { None } else { note(step) };
+            notes.insert(version, i);
+            model.insert(version, i.map(|i| i.at));
+            for v in 0..12 {
+                let got = notes.get(v).map(|i| i.map(|i| i.at));
+                assert_eq!(got, model.get(&v).copied(), "version {v} after step {step}");
+            }
+        }
+        assert!(!notes.is_empty());
+    }
 
     fn run(kv: Vec<(&str, &str)>, ov: Vec<(&str, Option<&str>)>, reverse: bool) -> Vec<String> {
         let kv = kv
