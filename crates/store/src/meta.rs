@@ -115,15 +115,6 @@ pub struct BitmapSummary {
     pub deltas: u64,
 }
 
-fn get_varint(b: &mut &[u8]) -> Result<u64> {
-    varint::get(b, 10).map_err(|e| {
-        StoreError::corrupt(match e {
-            varint::VarintError::Truncated => "bitmap summary truncated",
-            varint::VarintError::TooLong => "bitmap summary varint too long",
-        })
-    })
-}
-
 impl BitmapSummary {
     fn encode_into(&self, out: &mut Vec<u8>) {
         for v in [
@@ -145,23 +136,38 @@ impl BitmapSummary {
 
     /// Decodes the summary at the front of `b`; returns it and the bytes
     /// after it.
-    fn decode_prefix(mut b: &[u8]) -> Result<(BitmapSummary, &[u8])> {
-        let b = &mut b;
-        let card = get_varint(b)?;
-        let to_u32 = |v: u64| {
-            u32::try_from(v).map_err(|_| StoreError::corrupt("bitmap summary min/max above u32"))
+    fn decode_prefix(b: &[u8]) -> Result<(BitmapSummary, &[u8])> {
+        // Fifteen numbers, read without an error value each (this runs on
+        // every read of a bitmap's meta); the first failure decides.
+        let mut rest = b;
+        let mut failed = None;
+        let mut next = || match varint::get(&mut rest, 10) {
+            Ok(v) => v,
+            Err(e) => {
+                failed.get_or_insert(e);
+                0
+            }
         };
-        let min = to_u32(get_varint(b)?)?;
-        let max = to_u32(get_varint(b)?)?;
-        let containers = get_varint(b)?;
-        let sum = get_varint(b)?;
+        let card = next();
+        let (min, max) = (next(), next());
+        let containers = next();
+        let sum = next();
         let mut kinds = [KindCensus::default(); 3];
         for k in &mut kinds {
-            k.containers = get_varint(b)?;
-            k.values = get_varint(b)?;
-            k.bytes = get_varint(b)?;
+            k.containers = next();
+            k.values = next();
+            k.bytes = next();
         }
-        let deltas = get_varint(b)?;
+        let deltas = next();
+        if let Some(e) = failed {
+            return Err(StoreError::corrupt(match e {
+                varint::VarintError::Truncated => "bitmap summary truncated",
+                varint::VarintError::TooLong => "bitmap summary varint too long",
+            }));
+        }
+        let (Ok(min), Ok(max)) = (u32::try_from(min), u32::try_from(max)) else {
+            return Err(StoreError::corrupt("bitmap summary min/max above u32"));
+        };
         Ok((
             BitmapSummary {
                 card,
@@ -172,7 +178,7 @@ impl BitmapSummary {
                 kinds,
                 deltas,
             },
-            *b,
+            rest,
         ))
     }
 }

@@ -37,6 +37,13 @@ pub(crate) fn len(mut v: u64) -> usize {
 /// # Errors
 /// [`VarintError`]; `b` is then left where the read stopped.
 pub(crate) fn get(b: &mut &[u8], max_bytes: usize) -> Result<u64, VarintError> {
+    // Most numbers of a summary or a page fit one byte.
+    if let Some((&byte, rest)) = b.split_first() {
+        if byte < 0x80 && max_bytes > 0 {
+            *b = rest;
+            return Ok(u64::from(byte));
+        }
+    }
     let mut v = 0u64;
     for i in 0..max_bytes.min(10) {
         let (&byte, rest) = b.split_first().ok_or(VarintError::Truncated)?;
