@@ -326,7 +326,9 @@ fn short_header(buf: &[u8], at: usize) -> Option<(Option<i64>, usize)> {
     let mut n: i64 = 0;
     for (i, &c) in digits.iter().enumerate().take(SHORT_DIGITS + 1) {
         match c {
-            b'0'..=b'9' if !(i == 1 && n == 0) => n = n * 10 + i64::from(c - b'0'),
+            b'0'..=b'9' if i < SHORT_DIGITS && !(i == 1 && n == 0) => {
+                n = n * 10 + i64::from(c - b'0');
+            }
             b'\r' if i > 0 && digits.get(i + 1) == Some(&b'\n') => {
                 return Some((Some(n), at + 1 + i + 2));
             }

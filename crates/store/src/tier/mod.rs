@@ -128,6 +128,7 @@ pub struct Tier {
     written_bytes: AtomicU64,
     /// [`crate::clock::coarse_millis`] at open.
     started: u64,
+    /// Where each thread's random draws start (`Tier::random`).
     seed: AtomicU64,
     /// Every key the LSM store has is resident: set when the store opened
     /// without keys, cleared by the first eviction or clear. While it
