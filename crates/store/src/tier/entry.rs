@@ -395,6 +395,11 @@ pub(crate) struct Shard {
     /// reader that missed notes it before reading the LSM store and fills
     /// the tier only if it is unchanged (no write could have raced it).
     pub(crate) gen: u64,
+    /// Reads of this shard's keys answered from memory, and those that
+    /// read the LSM store: counted under the shard's lock, which a lookup
+    /// holds anyway (shared counters cost every read an atomic add).
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
 }
 
 /// A tier key with its hash, computed once: the hash picks the key's

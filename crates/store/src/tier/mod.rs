@@ -121,8 +121,6 @@ pub struct Tier {
     budget: AtomicUsize,
     policy: AtomicU8,
     samples: AtomicUsize,
-    hits: AtomicU64,
-    misses: AtomicU64,
     evictions: AtomicU64,
     evicted_bytes: AtomicU64,
     written_bytes: AtomicU64,
@@ -148,8 +146,6 @@ impl Tier {
             budget: AtomicUsize::new(budget),
             policy: AtomicU8::new(Policy::Lru.code()),
             samples: AtomicUsize::new(5),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             evicted_bytes: AtomicU64::new(0),
             written_bytes: AtomicU64::new(0),
@@ -185,12 +181,16 @@ impl Tier {
 
     /// Counters for INFO.
     pub fn stats(&self) -> TierStats {
+        let (hits, misses) = self.shards.iter().fold((0, 0), |(h, m), s| {
+            let s = s.lock();
+            (h + s.hits, m + s.misses)
+        });
         TierStats {
             resident_bytes: self.resident.load(Ordering::Relaxed) as u64,
             resident_keys: self.keys.load(Ordering::Relaxed) as u64,
             budget_bytes: self.budget() as u64,
-            hits: self.hits.load(Ordering::Relaxed),
-            misses: self.misses.load(Ordering::Relaxed),
+            hits,
+            misses,
             evictions: self.evictions.load(Ordering::Relaxed),
             evicted_bytes: self.evicted_bytes.load(Ordering::Relaxed),
             written_bytes: self.written_bytes.load(Ordering::Relaxed),
@@ -443,14 +443,6 @@ impl TieredKv {
         &self.tier
     }
 
-    fn hit(&self) {
-        self.tier.hits.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn miss(&self) {
-        self.tier.misses.fetch_add(1, Ordering::Relaxed);
-    }
-
     fn get_meta(&self, mk: &[u8]) -> Result<Option<Vec<u8>>> {
         let mut out = None;
         self.visit_meta(mk, &mut |m| out = Some(m.to_vec()))?;
@@ -473,22 +465,20 @@ impl TieredKv {
                         // its misses overlap the decoding of the meta.
                         e.data.prefetch();
                         self.tier.touch(e);
-                        drop(s);
-                        self.hit();
+                        s.hits += 1;
                         return Ok(found);
                     }
                 }
                 // No LSM read, and no entry kept for the absence.
                 None if self.tier.knows_absent(mk) => {
-                    drop(s);
-                    self.hit();
+                    s.hits += 1;
                     return Ok(false);
                 }
                 None => {}
             }
+            s.misses += 1;
             s.gen
         };
-        self.miss();
         let m = self.inner.get(Space::Meta, mk)?;
         self.tier.fill(mk, gen, |e| e.set_meta(m.as_deref()));
         Ok(m.map(|v| f(&v)).is_some())
@@ -502,7 +492,7 @@ impl TieredKv {
         let (gen, load) = {
             let mut s = shard.lock();
             let gen = s.gen;
-            match s.get_mut(k) {
+            let missed = match s.get_mut(k) {
                 Some(e) => {
                     let found = match e.data.get(suffix) {
                         Some(v) => Some(v.as_ref().map(|b| b.to_vec())),
@@ -511,16 +501,16 @@ impl TieredKv {
                     };
                     if let Some(v) = found {
                         self.tier.touch(e);
-                        drop(s);
-                        self.hit();
+                        s.hits += 1;
                         return Ok(v);
                     }
                     (gen, !e.too_big)
                 }
                 None => (gen, true),
-            }
+            };
+            s.misses += 1;
+            missed
         };
-        self.miss();
         if load {
             if let Some(v) = self.load_whole(&tk, &key[..plen], gen, |data| {
                 data.get(suffix).cloned().flatten().map(|b| b.to_vec())
@@ -641,15 +631,15 @@ impl TieredKv {
                 Some(e) if e.covers(range_version(start_suffix, end_suffix)) => {
                     let out = answer(&e.data, prefix, start_suffix, end_suffix);
                     self.tier.touch(e);
-                    drop(s);
-                    self.hit();
+                    s.hits += 1;
                     return Some(Ok(out));
                 }
                 Some(e) if e.too_big => return None,
-                _ => gen,
+                _ => {}
             }
+            s.misses += 1;
+            gen
         };
-        self.miss();
         let loaded = self.load_whole(&tk, prefix, gen, |data| {
             answer(data, prefix, start_suffix, end_suffix)
         });
@@ -942,8 +932,7 @@ impl KvRead for TieredKv {
                     f(&k[at.len()..], v)
                 });
                 self.tier.touch(e);
-                drop(s);
-                self.hit();
+                s.hits += 1;
                 return Ok(());
             }
         }
