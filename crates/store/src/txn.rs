@@ -608,7 +608,15 @@ impl Txn {
         if self.stored_inline.get(version).is_some() {
             return Ok(());
         }
-        if let Some((m, Some(i))) = self.read_stored_meta(mk)? {
+        // Decoded only when it carries an inline entry (a key of many
+        // entries, the usual dirty key, does not).
+        let mut read = None;
+        self.inner.kv.get_visit(Space::Meta, mk, &mut |b| {
+            if KeyMeta::bytes_have_inline(b) {
+                read = Some(decode_stored(b));
+            }
+        })?;
+        if let Some((m, Some(i))) = read.transpose()? {
             if m.version == version {
                 self.note_inline(version, i);
             }
