@@ -750,18 +750,19 @@ impl Store {
         // of seeks on it (a pipeline on one key builds one).
         let mut bytes = Vec::new();
         let mut spans: Vec<std::ops::Range<usize>> = Vec::with_capacity(seeks.len());
-        for (i, &(db, key, _)) in seeks.iter().enumerate() {
-            match spans.last() {
-                Some(last) if i > 0 && (seeks[i - 1].0, seeks[i - 1].1) == (db, key) => {
-                    spans.push(last.clone());
-                }
+        let mut prev: Option<(u16, &[u8])> = None;
+        for &(db, key, _) in seeks {
+            let span = match spans.last() {
+                Some(last) if prev == Some((db, key)) => last.clone(),
                 _ => {
                     let start = bytes.len();
                     bytes.extend_from_slice(&db.to_be_bytes());
                     bytes.extend_from_slice(key);
-                    spans.push(start..bytes.len());
+                    start..bytes.len()
                 }
-            }
+            };
+            spans.push(span);
+            prev = Some((db, key));
         }
         let pairs: Vec<(&[u8], &[u8])> = spans
             .into_iter()

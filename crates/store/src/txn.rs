@@ -585,10 +585,22 @@ impl Txn {
     /// The stored meta of `mk`, decoded in place from the `Kv`, with its
     /// inline entry if it carries one.
     fn read_stored_meta(&self, mk: &[u8]) -> Result<Option<(KeyMeta, Option<InlineStored>)>> {
+        self.read_stored_meta_if(mk, |_| true)
+    }
+
+    /// [`Txn::read_stored_meta`] when `wanted` says yes to the stored
+    /// bytes (before they are decoded); `None` when it says no.
+    fn read_stored_meta_if(
+        &self,
+        mk: &[u8],
+        wanted: impl Fn(&[u8]) -> bool,
+    ) -> Result<Option<(KeyMeta, Option<InlineStored>)>> {
         let mut read = None;
-        self.inner
-            .kv
-            .get_visit(Space::Meta, mk, &mut |b| read = Some(decode_stored(b)))?;
+        self.inner.kv.get_visit(Space::Meta, mk, &mut |b| {
+            if wanted(b) {
+                read = Some(decode_stored(b));
+            }
+        })?;
         read.transpose()
     }
 
@@ -610,13 +622,7 @@ impl Txn {
         }
         // Decoded only when it carries an inline entry (a key of many
         // entries, the usual dirty key, does not).
-        let mut read = None;
-        self.inner.kv.get_visit(Space::Meta, mk, &mut |b| {
-            if KeyMeta::bytes_have_inline(b) {
-                read = Some(decode_stored(b));
-            }
-        })?;
-        if let Some((m, Some(i))) = read.transpose()? {
+        if let Some((m, Some(i))) = self.read_stored_meta_if(mk, KeyMeta::bytes_have_inline)? {
             if m.version == version {
                 self.note_inline(version, i);
             }
@@ -1351,10 +1357,7 @@ impl Txn {
                 return false;
             }
             let lo_key = keys::KeyBuf::data(db, key, version, sub);
-            let lo = match from {
-                Bound::Excluded(_) => Bound::Excluded(&*lo_key),
-                _ => Bound::Included(&*lo_key),
-            };
+            let lo = crate::kv::bound_like(from, &lo_key);
             let hi_key = keys::KeyBuf::data(db, key, next, &[]);
             let hi = Bound::Excluded(&*hi_key);
             self.data.range::<[u8], _>((lo, hi)).next().is_some()

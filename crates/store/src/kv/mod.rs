@@ -496,6 +496,24 @@ pub struct WholeEntry {
 /// A check of a `data` entry's value ([`WholeEntry::holds_all`]).
 pub type ValueCheck = Box<dyn Fn(&[u8]) -> bool>;
 
+/// The subkey that a lower bound on subkeys starts at (`Unbounded`: the
+/// empty subkey, below every other).
+pub(crate) fn bound_subkey(from: Bound<&[u8]>) -> &[u8] {
+    match from {
+        Bound::Included(s) | Bound::Excluded(s) => s,
+        Bound::Unbounded => &[],
+    }
+}
+
+/// A lower bound on `at` (a key built from [`bound_subkey`] of `from`) of
+/// `from`'s kind: excluded when `from` is, else included.
+pub(crate) fn bound_like<'a>(from: Bound<&[u8]>, at: &'a [u8]) -> Bound<&'a [u8]> {
+    match from {
+        Bound::Excluded(_) => Bound::Excluded(at),
+        _ => Bound::Included(at),
+    }
+}
+
 /// [`KvRead::version_visit`] by [`KvRead::range_visit`] over the
 /// version's whole data keys: the way of every engine that holds no
 /// index by meta key.
@@ -508,15 +526,9 @@ pub(crate) fn version_visit_by_range<K: KvRead + ?Sized>(
     from: Bound<&[u8]>,
     f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
 ) -> Result<()> {
-    let sub = match from {
-        Bound::Included(s) | Bound::Excluded(s) => s,
-        Bound::Unbounded => &[],
-    };
+    let sub = bound_subkey(from);
     let lo_key = crate::keys::KeyBuf::data(db, key, version, sub);
-    let lo = match from {
-        Bound::Excluded(_) => Bound::Excluded(&*lo_key),
-        _ => Bound::Included(&*lo_key),
-    };
+    let lo = bound_like(from, &lo_key);
     // The version's entries lie below the first key of the next one, or
     // of the next key when it is the last version.
     let hi_key = match version.checked_add(1) {

@@ -916,15 +916,8 @@ impl KvRead for TieredKv {
             let mk = keys::KeyBuf::meta(db, key);
             let k = Hashed::new(&mk);
             let at = version.to_be_bytes();
-            let sub = match from {
-                Bound::Included(s) | Bound::Excluded(s) => s,
-                Bound::Unbounded => &[],
-            };
-            let lo_suffix = keys::KeyBuf::from_parts(&[&at, sub]);
-            let lo = match from {
-                Bound::Excluded(_) => Bound::Excluded(&*lo_suffix),
-                _ => Bound::Included(&*lo_suffix),
-            };
+            let lo_suffix = keys::KeyBuf::from_parts(&[&at, crate::kv::bound_subkey(from)]);
+            let lo = crate::kv::bound_like(from, &lo_suffix);
             let hi_suffix = next.to_be_bytes();
             let mut s = self.tier.shard_of(k).lock();
             if let Some(e) = s.get_mut(k).filter(|e| e.covers(Some(version))) {
