@@ -14,6 +14,7 @@ use crate::txn::Txn;
 
 use super::block_write::Edits;
 use super::bytes::{cached_facts, split, view};
+use super::summary::{summary_push, Edit};
 
 impl Txn {
     /// TR.SETBIT: sets bit `off` to `value`; returns its previous value.
@@ -30,6 +31,10 @@ impl Txn {
         let Some(mut e) = self.bm_open(db, key, true)? else {
             return Ok(false);
         };
+        if e.created && value {
+            self.bm_create_with(db, key, e, &[off])?;
+            return Ok(false);
+        }
         let (hi, lo) = split(off);
         let old = self.bm_get(db, key, e.meta.version, hi, Some(&e.s))?;
         let old_facts = old.as_ref().and_then(cached_facts);
@@ -93,6 +98,10 @@ impl Txn {
         let Some(mut e) = self.bm_open(db, key, set)? else {
             return Ok((0, 0));
         };
+        if e.created && !sorted.is_empty() {
+            let card = self.bm_create_with(db, key, e, &sorted)?;
+            return Ok((card, card));
+        }
         let mut changed = 0u64;
         // The blocks' new containers are stored together, page by page.
         let mut edits = Edits::new(&e);
@@ -127,5 +136,38 @@ impl Txn {
         }
         let card = self.bm_finish(db, key, e)?;
         Ok((card, changed))
+    }
+
+    /// Writes the key that `e` has just created (`e.created`: a fresh
+    /// version, no entries anywhere) holding the bits `sorted` (ascending,
+    /// distinct, not empty) whole, as TR.IMPORT writes a value: its
+    /// containers packed into pages and its summary counted from them,
+    /// with no read of entries that cannot exist. Returns the cardinality.
+    ///
+    /// # Errors
+    /// `Io` when the `Txn` spills entries ahead.
+    fn bm_create_with(&mut self, db: u16, key: &[u8], mut e: Edit, sorted: &[u32]) -> Result<u64> {
+        debug_assert!(e.created && !sorted.is_empty());
+        let mut blocks: Vec<(u16, ContainerBuf)> = Vec::new();
+        let mut i = 0;
+        while i < sorted.len() {
+            let hi = split(sorted[i]).0;
+            let j = i + sorted[i..].partition_point(|&v| split(v).0 == hi);
+            let mut c = ContainerBuf::default();
+            for &v in &sorted[i..j] {
+                c.insert(v as u16);
+            }
+            summary_push(&mut e.s, hi, c.as_ref());
+            blocks.push((hi, c));
+            i = j;
+        }
+        let version = e.meta.version;
+        self.bm_put_packed(
+            db,
+            key,
+            version,
+            blocks.iter().map(|(hi, c)| (*hi, c.as_bytes())),
+        )?;
+        self.bm_finish(db, key, e)
     }
 }
