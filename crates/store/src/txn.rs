@@ -68,6 +68,12 @@ pub struct Txn {
     /// Filled as stored meta is read, so only versions of keys this `Txn`
     /// read; the read-only path fills only `Some`.
     stored_inline: InlineNotes,
+    /// The meta key this `Txn` last found absent from the store (empty:
+    /// none), so that the reads of one command (the write-back tier's
+    /// offer, the open, the write of the meta) ask the store once for a
+    /// key that does not exist. The overlay and the dirty map, which are
+    /// asked first, hold every change this `Txn` makes.
+    absent_meta: Vec<u8>,
 }
 
 /// What a `Txn` noted of key versions' stored inline entries, by version
@@ -182,6 +188,7 @@ impl Txn {
             bm: BitmapTxnState::default(),
             snapshot_cell: None,
             stored_inline: InlineNotes::default(),
+            absent_meta: Vec::new(),
         }
     }
 
@@ -364,18 +371,23 @@ impl Txn {
         let bm = self.bm.prepare_commit(&self.inner, &mut batch, |dk| {
             self.data.get(dk).map(Option::as_deref)
         });
-        let mut data = std::mem::take(&mut self.data);
-        for (lo, hi) in skip {
-            let hi = hi.map_or(Bound::Unbounded, Bound::Excluded);
-            let gone: Vec<Vec<u8>> = data
-                .range::<[u8], _>((Bound::Included(&lo[..]), crate::kv::bound_slice(&hi)))
-                .map(|(k, _)| k.clone())
-                .collect();
-            for k in gone {
-                data.remove(&k);
+        // The skipped ranges (disjoint: one per key version) in key order,
+        // stepped through beside the overlay's entries.
+        skip.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut ranges = skip.iter().peekable();
+        for (dk, v) in std::mem::take(&mut self.data) {
+            while ranges
+                .peek()
+                .is_some_and(|(_, hi)| hi.as_deref().is_some_and(|h| h <= dk.as_slice()))
+            {
+                ranges.next();
             }
-        }
-        for (dk, v) in data {
+            if ranges
+                .peek()
+                .is_some_and(|(lo, _)| lo.as_slice() <= dk.as_slice())
+            {
+                continue;
+            }
             match v {
                 Some(v) => batch.put(Space::Data, dk, v),
                 None => batch.delete(Space::Data, dk),
@@ -573,7 +585,12 @@ impl Txn {
             }
             return Ok(Some(m));
         }
+        if self.absent_meta == mk {
+            return Ok(None);
+        }
         let Some((m, inline)) = self.read_stored_meta(mk)? else {
+            self.absent_meta.clear();
+            self.absent_meta.extend_from_slice(mk);
             return Ok(None);
         };
         if let Some(i) = inline {

@@ -63,8 +63,7 @@ impl DataMap {
         self.0.as_ref().map_or(0, |m| m.len())
     }
 
-    /// True without entries (tests).
-    #[cfg(test)]
+    /// True without entries.
     pub(crate) fn is_empty(&self) -> bool {
         self.0.is_none()
     }

@@ -208,11 +208,14 @@ impl Entry {
         let mut delta = self.meta_bytes() as isize - old as isize;
         match meta {
             None => delta += self.clear_data(),
-            Some(b) => {
+            // Decoded only when there is data to keep or drop (a new key, a
+            // string, a bitmap held inline has none).
+            Some(b) if !self.data.is_empty() => {
                 if let Ok(m) = crate::meta::KeyMeta::decode(b) {
                     delta += self.keep_only_version(m.version);
                 }
             }
+            Some(_) => {}
         }
         delta
     }
