@@ -18,6 +18,17 @@ fn store() -> Store {
     Store::open(StoreConfig::default()).unwrap()
 }
 
+/// A seeded stream of draws: each call returns a value below its bound.
+fn draws(seed: u64) -> impl FnMut(u32) -> u32 {
+    let mut x = seed;
+    move |bound| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((x >> 33) as u32) % bound
+    }
+}
+
 /// Asserts that bitmap `key` exists and holds exactly `model`: its
 /// summary (extremes 0 when empty), census and content, and that it has
 /// no delta entry.
@@ -130,13 +141,7 @@ fn single_bit_writes_keep_the_summary_exact_across_kinds() {
 #[test]
 fn keys_created_by_bit_writes_match_keys_edited_into() {
     let st = store();
-    let mut x: u64 = 99;
-    let mut rnd = |m: u32| {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((x >> 33) as u32) % m
-    };
+    let mut rnd = draws(99);
     let mut sets: Vec<Vec<u32>> = vec![vec![7], vec![u32::MAX], vec![5, 5, 3]];
     sets.push((0..6000).map(|_| rnd(1 << 16)).collect());
     sets.push((0..3000).map(|_| rnd(u32::MAX)).collect());
@@ -1282,13 +1287,7 @@ fn a_small_source_fills_the_container_cache_from_its_second_use() {
 #[test]
 fn getbits_matches_a_model_in_small_and_big_keys() {
     let st = store();
-    let mut x: u64 = 11;
-    let mut rnd = |n: u32| {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((x >> 33) as u32) % n
-    };
+    let mut rnd = draws(11);
     // "small": a few sparse containers (read whole); "big": ten bitsets of
     // ~8 KiB each, over 64 KiB (read block by block).
     let small: BTreeSet<u32> = (0..40).map(|_| rnd(8) << 16 | rnd(65_536)).collect();
