@@ -215,6 +215,33 @@ def loadavg():
     return os.getloadavg()
 
 
+RESP_BENCHMARK_VERSION = "0.2.5"
+
+
+def resp_benchmark():
+    """The `resp-benchmark` executable: $RESP_BENCHMARK, else one on PATH,
+    else the one in a venv of its own under ~/.cache/roaringd/bench-venv,
+    which is created and given resp-benchmark RESP_BENCHMARK_VERSION from
+    PyPI on first use (a fresh machine needs nothing installed by hand).
+    Raises RuntimeError when that install fails."""
+    tool = os.environ.get("RESP_BENCHMARK") or shutil.which("resp-benchmark")
+    if tool:
+        return tool
+    venv = os.path.join(os.path.expanduser("~/.cache/roaringd"), "bench-venv")
+    tool = os.path.join(venv, "bin", "resp-benchmark")
+    if os.path.exists(tool):
+        return tool
+    print(f"installing resp-benchmark {RESP_BENCHMARK_VERSION} into {venv}", file=sys.stderr)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q",
+                        "--disable-pip-version-check",
+                        f"resp-benchmark=={RESP_BENCHMARK_VERSION}"], check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise RuntimeError(f"could not install resp-benchmark into {venv}: {e}") from e
+    return tool
+
+
 def cpu_seconds(pid):
     """utime + stime of process `pid` (every thread), in seconds
     (fields 14 and 15 of /proc/PID/stat, proc(5))."""
