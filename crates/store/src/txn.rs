@@ -72,7 +72,9 @@ pub struct Txn {
     /// none), so that the reads of one command (the write-back tier's
     /// offer, the open, the write of the meta) ask the store once for a
     /// key that does not exist. The overlay and the dirty map, which are
-    /// asked first, hold every change this `Txn` makes.
+    /// asked first, hold every change this `Txn` makes; taking a key's
+    /// lock late (`ensure_locked`) forgets it, since another `Txn` may
+    /// have created the key before that.
     absent_meta: Vec<u8>,
 }
 
@@ -796,6 +798,8 @@ impl Txn {
         if !self.holds_lock(db, key) {
             self.extra_locks
                 .push(self.inner.locks.lock_stripes_only(&[(db, key)]));
+            // An absence read before the lock may be stale now.
+            self.absent_meta.clear();
             self.absorb_key(db, key);
         }
     }
@@ -1684,6 +1688,27 @@ mod tests {
             }
         }
         assert!(!notes.is_empty());
+    }
+
+    /// A `Txn` that found a key absent before holding its lock, and
+    /// writes it after another `Txn` created it, counts it once: the late
+    /// lock forgets the remembered absence (`Txn::absent_meta`).
+    #[test]
+    fn a_key_created_before_a_late_lock_is_counted_once() {
+        use crate::types::strings::SetOptions;
+        let st = crate::store::Store::open(crate::store::StoreConfig::default()).unwrap();
+        let mut a = st.begin(&[]);
+        assert!(!a.exists(0, b"k").unwrap());
+        let mut b = st.begin(&[(0, b"k")]);
+        b.set(0, b"k", b"1".to_vec(), SetOptions::default())
+            .unwrap();
+        b.commit().unwrap();
+        a.set(0, b"k", b"2".to_vec(), SetOptions::default())
+            .unwrap();
+        a.commit().unwrap();
+        let mut t = st.begin(&[]);
+        assert_eq!(t.dbsize(0).unwrap(), 1);
+        assert_eq!(t.get(0, b"k").unwrap(), Some(b"2".to_vec()));
     }
 
     fn run(kv: Vec<(&str, &str)>, ov: Vec<(&str, Option<&str>)>, reverse: bool) -> Vec<String> {
