@@ -641,14 +641,11 @@ impl Txn {
         }
         // Decoded only when it carries an inline entry (a key of many
         // entries, the usual dirty key, does not).
-        if let Some((m, Some(i))) = self.read_stored_meta_if(mk, KeyMeta::bytes_have_inline)? {
-            if m.version == version {
-                self.note_inline(version, i);
-            }
-        }
-        if self.stored_inline.get(version).is_none() {
-            self.stored_inline.insert(version, None);
-        }
+        let noted = match self.read_stored_meta_if(mk, KeyMeta::bytes_have_inline)? {
+            Some((m, Some(i))) if m.version == version => Some(i),
+            _ => None,
+        };
+        self.stored_inline.insert(version, noted);
         Ok(())
     }
 

@@ -13,7 +13,7 @@ use crate::meta::Kind;
 use crate::txn::Txn;
 
 use super::block_write::Edits;
-use super::bytes::{cached_facts, split, view};
+use super::bytes::{by_block, cached_facts, split, view};
 use super::summary::{summary_push, Edit};
 
 impl Txn {
@@ -105,14 +105,11 @@ impl Txn {
         let mut changed = 0u64;
         // The blocks' new containers are stored together, page by page.
         let mut edits = Edits::new(&e);
-        let mut i = 0;
-        while i < sorted.len() {
-            let hi = split(sorted[i]).0;
-            let j = i + sorted[i..].partition_point(|&v| split(v).0 == hi);
+        for (hi, group) in by_block(&sorted) {
             let old = self.bm_container(db, key, e.meta.version, hi, Some(&e.s))?;
             let mut new = old.clone().unwrap_or_default();
             let mut delta = 0i128;
-            for &v in &sorted[i..j] {
+            for &v in group {
                 let hit = if set {
                     new.insert(v as u16)
                 } else {
@@ -128,7 +125,6 @@ impl Txn {
                 let old = old.as_ref().map(ContainerBuf::as_ref);
                 self.bm_edit((db, key, &mut e), &mut edits, (hi, old, new), Some(d))?;
             }
-            i = j;
         }
         self.bm_finish_edits(db, key, &mut e, edits)?;
         if changed == 0 && !e.created {
@@ -149,17 +145,13 @@ impl Txn {
     fn bm_create_with(&mut self, db: u16, key: &[u8], mut e: Edit, sorted: &[u32]) -> Result<u64> {
         debug_assert!(e.created && !sorted.is_empty());
         let mut blocks: Vec<(u16, ContainerBuf)> = Vec::new();
-        let mut i = 0;
-        while i < sorted.len() {
-            let hi = split(sorted[i]).0;
-            let j = i + sorted[i..].partition_point(|&v| split(v).0 == hi);
+        for (hi, group) in by_block(sorted) {
             let mut c = ContainerBuf::default();
-            for &v in &sorted[i..j] {
+            for &v in group {
                 c.insert(v as u16);
             }
             summary_push(&mut e.s, hi, c.as_ref());
             blocks.push((hi, c));
-            i = j;
         }
         let version = e.meta.version;
         self.bm_put_packed(

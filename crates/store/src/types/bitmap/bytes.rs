@@ -22,6 +22,14 @@ pub(super) fn split(v: u32) -> (u16, u16) {
     ((v >> 16) as u16, v as u16)
 }
 
+/// The offsets `sorted` (ascending) grouped by block: `(block, its
+/// offsets)`, ascending.
+pub(super) fn by_block(sorted: &[u32]) -> impl Iterator<Item = (u16, &[u32])> {
+    sorted
+        .chunk_by(|&a, &b| split(a).0 == split(b).0)
+        .map(|g| (split(g[0]).0, g))
+}
+
 pub(super) fn join(hi: u16, lo: u16) -> u32 {
     (u32::from(hi) << 16) | u32::from(lo)
 }

@@ -21,7 +21,7 @@ use crate::meta::{BitmapSummary, KeyMeta, Kind, Summary};
 use crate::txn::Txn;
 
 use super::block_facts::{low_sum, range_low_sum, BlockFacts};
-use super::bytes::{cached_facts, split, view, Bytes, ContainerBytes};
+use super::bytes::{by_block, cached_facts, split, view, Bytes, ContainerBytes};
 use super::container_cache::{padded, padded_by, padded_with, set_facts, PAD};
 use super::page;
 use super::range_writes::{block_part, range_edit, RangeOp};
@@ -329,12 +329,7 @@ impl Txn {
         }
         let mut out = DirtyBlocks::default();
         let mut changed = 0u64;
-        let mut i = 0;
-        while i < sorted.len() {
-            let hi = split(sorted[i]).0;
-            let j = i + sorted[i..].partition_point(|&v| split(v).0 == hi);
-            let group = &sorted[i..j];
-            i = j;
+        for (hi, group) in by_block(sorted) {
             let old_bytes = self.bm_get(db, key, m.version, hi, Some(&s))?;
             if old_bytes.is_none() && !set {
                 continue;
